@@ -1,0 +1,123 @@
+/* Plan building: dispatch to the algorithm files, lanes, names. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos.h"
+
+static const char *const coll_names[ORB_NUM_COLLS] = {
+    "allreduce", "broadcast", "reduce", "gather", "allgather", "reduce_scatter", "send", "recv", "barrier",
+};
+static const char *const algo_names[ORB_NUM_ALGOS] = {"ring", "tree", "direct"};
+static const char *const step_names[ORB_NUM_STEP_KINDS] = {
+    "send", "recv", "recv-reduce-send", "recv-copy-send", "recv-reduce-copy-send", "recv-reduce-copy", "copy",
+};
+
+const char *orb_coll_name(orb_coll_t coll)
+{
+    return ((unsigned)coll < ORB_NUM_COLLS) ? coll_names[coll] : "unknown-collective";
+}
+
+const char *orb_algo_name(orb_algo_t algo)
+{
+    return ((unsigned)algo < ORB_NUM_ALGOS) ? algo_names[algo] : "unknown-algo";
+}
+
+const char *orb_step_kind_name(orb_step_kind_t kind)
+{
+    return ((unsigned)kind < ORB_NUM_STEP_KINDS) ? step_names[kind] : "unknown-step";
+}
+
+orb_status_t orb_lane_push(orb_lane_t *lane, const orb_step_t *step)
+{
+    if (step->count == 0)
+        return ORB_OK; /* empty steps are never emitted: every rank drops the same ones */
+    if (lane->nsteps == lane->cap) {
+        size_t ncap = lane->cap ? 2 * lane->cap : 16;
+        orb_step_t *n = realloc(lane->steps, ncap * sizeof *n);
+        if (!n)
+            return ORB_ERR_NO_MEMORY;
+        lane->steps = n;
+        lane->cap = ncap;
+    }
+    lane->steps[lane->nsteps++] = *step;
+    return ORB_OK;
+}
+
+void orb_plan_free(orb_plan_t *plan)
+{
+    for (int c = 0; c < ORB_MAX_CHANNELS; c++) {
+        free(plan->lanes[c].steps);
+        plan->lanes[c].steps = NULL;
+        plan->lanes[c].nsteps = plan->lanes[c].cap = 0;
+    }
+}
+
+void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size_t count,
+                           size_t *in_count, size_t *out_count)
+{
+    size_t in = count, out = count;
+    switch (coll) {
+    case ORB_COLL_BROADCAST:
+        in = (rank == root) ? count : 0;
+        break;
+    case ORB_COLL_REDUCE:
+        out = (rank == root) ? count : 0;
+        break;
+    case ORB_COLL_GATHER:
+        out = (rank == root) ? count * (size_t)nranks : 0;
+        break;
+    case ORB_COLL_ALLGATHER:
+        out = count * (size_t)nranks;
+        break;
+    case ORB_COLL_REDUCE_SCATTER:
+        in = count * (size_t)nranks;
+        break;
+    case ORB_COLL_SEND:
+        out = 0;
+        break;
+    case ORB_COLL_RECV:
+        in = 0;
+        break;
+    default:
+        break;
+    }
+    *in_count = in;
+    *out_count = out;
+}
+
+/* Table of builders: [coll][algo], NULL where the pair does not exist. */
+typedef orb_status_t (*orb_algo_build_fn)(orb_plan_t *plan);
+
+static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
+{
+    if ((unsigned)coll >= ORB_NUM_COLLS || (unsigned)algo >= ORB_NUM_ALGOS)
+        return NULL;
+    static const orb_algo_build_fn table[ORB_NUM_COLLS][ORB_NUM_ALGOS] = {
+        [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce},
+        [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce},
+    };
+    return table[coll][algo];
+}
+
+int orb_plan_algo_supported(orb_coll_t coll, orb_algo_t algo) { return builder(coll, algo) != NULL; }
+
+orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args)
+{
+    memset(plan, 0, sizeof *plan);
+    if (args->nranks < 1 || args->rank < 0 || args->rank >= args->nranks || args->nchannels < 1 ||
+        args->nchannels > ORB_MAX_CHANNELS || args->chunk_elems < 1)
+        return ORB_ERR_INVALID_ARG;
+    orb_algo_build_fn fn = builder(args->coll, args->algo);
+    if (!fn)
+        return ORB_ERR_UNSUPPORTED;
+    plan->args = *args;
+    plan->nlanes = args->nchannels;
+    orb_plan_buffer_sizes(args->coll, args->nranks, args->rank, args->root, args->count,
+                          &plan->in_count, &plan->out_count);
+    orb_status_t st = fn(plan);
+    if (st != ORB_OK)
+        orb_plan_free(plan);
+    return st;
+}

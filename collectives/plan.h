@@ -1,0 +1,134 @@
+/* Plans: what an algorithm turns one collective call into.
+ *
+ * An algorithm never moves bytes. For one call it produces, for one rank, one lane of
+ * steps per channel. Executors (CPU today, CUDA later) run the lanes; the plan checker
+ * simulates every rank's lanes symbolically. Both follow the semantics below exactly.
+ *
+ * Buffers. A rank has an input buffer (the user's sendbuf) and an output buffer (the
+ * user's recvbuf). Offsets and counts are in elements of the call's dtype.
+ *
+ * Step kinds ("in" = the data that arrives from recv_peer on this channel; "src" = the
+ * buffer chosen by src_buf at src_off; "dst" = output at dst_off; op = the reduction):
+ *   SEND                  src            -> send_peer
+ *   RECV                  in             -> dst
+ *   RECV_REDUCE_SEND      op(src, in)    -> send_peer
+ *   RECV_COPY_SEND        in             -> dst and -> send_peer
+ *   RECV_REDUCE_COPY_SEND op(src, in)    -> dst and -> send_peer
+ *   RECV_REDUCE_COPY      op(src, in)    -> dst
+ *   COPY                  src            -> dst   (a no-op when src and dst are the same memory)
+ * With ORB_STEP_POSTOP in flags, the op's final transform (avg: divide by nranks) is applied
+ * to the value before it is written or sent. It must be applied exactly once to every
+ * final value, after the full reduction.
+ *
+ * Transport. Every (sender, receiver, channel) triple is one FIFO of nslots slots of
+ * slot_elems elements each. An executor moves a step's count elements in pieces of at most
+ * slot_elems, in order; the matching step on the peer has the same count, so both cut it the
+ * same way. A piece that needs both a full incoming slot and a free outgoing slot waits for
+ * both. Steps of one lane run in order; lanes (channels) of a rank progress independently.
+ * Plans must be deadlock-free under that model for any nslots >= 1.
+ */
+#ifndef ORB_COLLECTIVES_PLAN_H
+#define ORB_COLLECTIVES_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orbit.h"
+
+#define ORB_MAX_CHANNELS 8
+
+typedef enum {
+    ORB_COLL_ALLREDUCE = 0,
+    ORB_COLL_BROADCAST,
+    ORB_COLL_REDUCE,
+    ORB_COLL_GATHER,
+    ORB_COLL_ALLGATHER,
+    ORB_COLL_REDUCE_SCATTER,
+    ORB_COLL_SEND,
+    ORB_COLL_RECV,
+    ORB_COLL_BARRIER,
+    ORB_NUM_COLLS
+} orb_coll_t;
+
+typedef enum {
+    ORB_ALGO_RING = 0, /* ring, or a pipelined chain along the ring for rooted collectives */
+    ORB_ALGO_TREE,     /* double binary tree (allreduce), binary tree (broadcast, reduce) */
+    ORB_ALGO_DIRECT,   /* point to point: send/recv, gather straight to root */
+    ORB_NUM_ALGOS
+} orb_algo_t;
+
+typedef enum {
+    ORB_STEP_SEND = 0,
+    ORB_STEP_RECV,
+    ORB_STEP_RECV_REDUCE_SEND,
+    ORB_STEP_RECV_COPY_SEND,
+    ORB_STEP_RECV_REDUCE_COPY_SEND,
+    ORB_STEP_RECV_REDUCE_COPY,
+    ORB_STEP_COPY,
+    ORB_NUM_STEP_KINDS
+} orb_step_kind_t;
+
+typedef enum { ORB_BUF_INPUT = 0, ORB_BUF_OUTPUT = 1 } orb_buf_t;
+
+#define ORB_STEP_POSTOP 0x1u
+
+typedef struct {
+    uint8_t kind;    /* orb_step_kind_t */
+    uint8_t src_buf; /* orb_buf_t: which buffer src_off indexes */
+    uint8_t flags;   /* ORB_STEP_POSTOP */
+    uint8_t pad_;
+    int32_t send_peer; /* rank, or -1 when the step does not send */
+    int32_t recv_peer; /* rank, or -1 when the step does not receive */
+    uint32_t pad2_;
+    size_t src_off; /* elements */
+    size_t dst_off; /* elements */
+    size_t count;   /* elements */
+} orb_step_t;
+
+typedef struct {
+    orb_step_t *steps;
+    size_t nsteps;
+    size_t cap;
+} orb_lane_t;
+
+/* What an algorithm needs to build a plan for one rank. */
+typedef struct {
+    orb_coll_t coll;
+    orb_algo_t algo;
+    int nranks;
+    int rank;
+    int root;  /* rooted collectives; the peer for SEND/RECV */
+    size_t count; /* the count the user passed (sendcount, recvcount, ...) */
+    orb_op_t op;  /* reduction collectives; ORB_SUM otherwise */
+    size_t chunk_elems; /* pipeline chunk (>= 1): no step carries more than this */
+    int nchannels;      /* 1..ORB_MAX_CHANNELS; data is split across channels */
+    const int *ring;    /* ring order: ring[i] is the rank at position i (NULL: 0..n-1) */
+} orb_plan_args_t;
+
+typedef struct {
+    orb_plan_args_t args;
+    size_t in_count;  /* elements of this rank's input the plan may read */
+    size_t out_count; /* elements of this rank's output the plan may write */
+    int nlanes;       /* == args.nchannels */
+    orb_lane_t lanes[ORB_MAX_CHANNELS];
+} orb_plan_t;
+
+/* Builds the plan of args->rank. The plan owns its step arrays: orb_plan_free. */
+orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args);
+void orb_plan_free(orb_plan_t *plan);
+
+/* Input and output sizes (elements) a collective uses on one rank. */
+void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size_t count,
+                           size_t *in_count, size_t *out_count);
+
+/* Which algorithms implement which collective (ORB_ERR_UNSUPPORTED otherwise). */
+int orb_plan_algo_supported(orb_coll_t coll, orb_algo_t algo);
+
+const char *orb_coll_name(orb_coll_t coll);
+const char *orb_algo_name(orb_algo_t algo);
+const char *orb_step_kind_name(orb_step_kind_t kind);
+
+/* Helpers for algorithm files. */
+orb_status_t orb_lane_push(orb_lane_t *lane, const orb_step_t *step);
+
+#endif

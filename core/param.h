@@ -1,0 +1,50 @@
+/* Every environment knob, declared once with its default and help text
+ * (NCCL_PARAM / ucx_info -c habit). `orbit-info` prints them all. */
+#ifndef ORB_CORE_PARAM_H
+#define ORB_CORE_PARAM_H
+
+/* X(id, env name, default, help) for numeric knobs. */
+#define ORB_PARAM_NUM_MAP(X)                                                                  \
+    X(INIT_TIMEOUT, "ORBIT_INIT_TIMEOUT", 120, "seconds init waits for every rank to arrive") \
+    X(TIMEOUT, "ORBIT_TIMEOUT", 600, "seconds a call may wait without progress before ORB_ERR_TIMEOUT") \
+    X(CHECK, "ORBIT_CHECK", 1, "1: check that all ranks call the same collective (signature in every message); 0: off") \
+    X(SHM_SLOTS, "ORBIT_SHM_SLOTS", 8, "slots per shared-memory FIFO (per peer and channel)")  \
+    X(SHM_SLOT_BYTES, "ORBIT_SHM_SLOT_BYTES", 262144, "bytes of payload per shared-memory slot") \
+    X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8") \
+    X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \
+    X(SPIN_US, "ORBIT_SPIN_US", 50, "microseconds a waiting rank spins before it sleeps")     \
+    X(BIND, "ORBIT_BIND", 1, "1: bind each rank to the cores of its device's NUMA node")      \
+    X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP connections per peer pair (0: the tuner decides)")
+
+/* X(id, env name, default, help) for text knobs. */
+#define ORB_PARAM_STR_MAP(X)                                                                  \
+    X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO, TRACE")                     \
+    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree (empty: the tuner decides)")    \
+    X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it)") \
+    X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
+    X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
+    X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
+    X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path")
+
+typedef enum {
+#define ORB_PARAM_ENUM_(id, env, def, help) ORB_PARAM_##id,
+    ORB_PARAM_NUM_MAP(ORB_PARAM_ENUM_)
+#undef ORB_PARAM_ENUM_
+        ORB_PARAM_NUM_COUNT
+} orb_param_num_t;
+
+typedef enum {
+#define ORB_PARAM_ENUM_(id, env, def, help) ORB_PARAM_S_##id,
+    ORB_PARAM_STR_MAP(ORB_PARAM_ENUM_)
+#undef ORB_PARAM_ENUM_
+        ORB_PARAM_STR_COUNT
+} orb_param_str_t;
+
+/* Value of a numeric knob (environment read each call: cheap, and tests change it). A
+ * value that does not parse falls back to the default with a warning. */
+double orb_param_num(orb_param_num_t id);
+const char *orb_param_str(orb_param_str_t id);
+/* Print every knob, its current value and help to fp (a FILE *). */
+void orb_param_print_all(void *fp);
+
+#endif

@@ -1,0 +1,131 @@
+/* orbit: collective communication over host and GPU memory.
+ *
+ * Every call returns an orb_status_t (0 = ok, negative = error). When a call on a
+ * communicator fails, orb_comm_last_error(comm) holds the detail: which rank, which
+ * argument or peer, and what to do about it. */
+#ifndef ORBIT_H
+#define ORBIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORBIT_VERSION_MAJOR 0
+#define ORBIT_VERSION_MINOR 1
+
+/* One status enum for the whole library. Generated from one list so that the
+ * names and messages never drift apart (libuv's habit). */
+#define ORB_STATUS_MAP(X)                                                                   \
+    X(ORB_OK, 0, "success")                                                                 \
+    X(ORB_ERR_INVALID_ARG, -1, "invalid argument")                                          \
+    X(ORB_ERR_NO_MEMORY, -2, "out of memory")                                               \
+    X(ORB_ERR_SYSTEM, -3, "system call failed")                                             \
+    X(ORB_ERR_TIMEOUT, -4, "operation timed out")                                           \
+    X(ORB_ERR_PEER_LOST, -5, "a peer rank died or disconnected")                            \
+    X(ORB_ERR_MISMATCH, -6, "ranks called mismatched collectives")                          \
+    X(ORB_ERR_ABORTED, -7, "communicator was aborted")                                      \
+    X(ORB_ERR_PROTOCOL, -8, "malformed or unauthenticated message")                         \
+    X(ORB_ERR_UNSUPPORTED, -9, "not supported in this build or on this machine")            \
+    X(ORB_ERR_CUDA, -10, "CUDA error")                                                      \
+    X(ORB_ERR_INTERNAL, -11, "internal error (a bug in orbit)")                             \
+    X(ORB_ERR_IN_PROGRESS, -12, "operation still in progress")
+
+typedef enum {
+#define ORB_STATUS_ENUM_(name, value, msg) name = value,
+    ORB_STATUS_MAP(ORB_STATUS_ENUM_)
+#undef ORB_STATUS_ENUM_
+} orb_status_t;
+
+typedef enum {
+    ORB_INT8 = 0,
+    ORB_UINT8,
+    ORB_INT32,
+    ORB_UINT32,
+    ORB_INT64,
+    ORB_UINT64,
+    ORB_FLOAT16,
+    ORB_BFLOAT16,
+    ORB_FLOAT32,
+    ORB_FLOAT64,
+    ORB_NUM_DTYPES
+} orb_dtype_t;
+
+typedef enum { ORB_SUM = 0, ORB_PROD, ORB_MIN, ORB_MAX, ORB_AVG, ORB_NUM_OPS } orb_op_t;
+
+/* Opaque communicator. */
+typedef struct orb_comm *orb_comm_t;
+
+/* Rendezvous id: address, port and a random 128-bit secret. Treat as opaque bytes;
+ * pass it to every rank (MPI_Bcast, a file, ...). */
+#define ORB_UNIQUE_ID_BYTES 128
+typedef struct {
+    char internal[ORB_UNIQUE_ID_BYTES];
+} orb_unique_id_t;
+
+/* Opaque stream: a cudaStream_t for device buffers, NULL for host buffers (the call
+ * then blocks until the result is in recvbuf). */
+typedef void *orb_stream_t;
+
+const char *orb_strerror(orb_status_t status);
+const char *orb_status_name(orb_status_t status);
+const char *orb_dtype_name(orb_dtype_t dtype);
+const char *orb_op_name(orb_op_t op);
+size_t orb_dtype_size(orb_dtype_t dtype); /* 0 for an unknown dtype */
+
+/* Called on one rank; binds the rendezvous socket at once, so the id is valid until
+ * the communicator built from it is destroyed or the process exits. */
+orb_status_t orb_get_unique_id(orb_unique_id_t *id);
+/* Text form of an id (hex, NUL-terminated, ORB_UNIQUE_ID_STR_BYTES with the NUL). */
+#define ORB_UNIQUE_ID_STR_BYTES (2 * ORB_UNIQUE_ID_BYTES + 1)
+orb_status_t orb_unique_id_to_string(const orb_unique_id_t *id, char *out, size_t outlen);
+orb_status_t orb_unique_id_from_string(const char *str, orb_unique_id_t *id);
+
+orb_status_t orb_comm_init_rank(orb_comm_t *comm, int nranks, orb_unique_id_t id, int rank);
+/* From the launcher's environment: torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+ * MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK) or Slurm
+ * (SLURM_PROCID/NTASKS/LOCALID). See docs/env.md. */
+orb_status_t orb_comm_init_env(orb_comm_t *comm);
+/* Several ranks as threads of one process, one per entry of devices (NULL: host). */
+orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices);
+orb_status_t orb_comm_destroy(orb_comm_t comm);
+/* Safe from any thread; every blocked or later call on comm returns ORB_ERR_ABORTED. */
+orb_status_t orb_comm_abort(orb_comm_t comm);
+orb_status_t orb_comm_rank(orb_comm_t comm, int *rank);
+orb_status_t orb_comm_size(orb_comm_t comm, int *size);
+/* Detail of the last failed call on comm ("" if none). Never NULL. */
+const char *orb_comm_last_error(orb_comm_t comm);
+/* An error raised in the background (peer lost, abort), ORB_OK if none. */
+orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error);
+
+/* Collectives. In-place when sendbuf == recvbuf (for gather/allgather: when sendbuf
+ * is the rank's own slot of recvbuf). */
+orb_status_t orb_allreduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,
+                           orb_op_t op, orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_broadcast(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,
+                           int root, orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_reduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,
+                        orb_op_t op, int root, orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_gather(const void *sendbuf, void *recvbuf, size_t sendcount, orb_dtype_t dtype,
+                        int root, orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                           orb_dtype_t dtype, orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                orb_dtype_t dtype, orb_op_t op, orb_comm_t comm,
+                                orb_stream_t stream);
+orb_status_t orb_barrier(orb_comm_t comm);
+orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
+                      orb_stream_t stream);
+orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
+                      orb_stream_t stream);
+
+/* Calls between start and end are queued and progress together at end. */
+orb_status_t orb_group_start(void);
+orb_status_t orb_group_end(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ORBIT_H */

@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int orb_placeholder_t;
