@@ -1,2 +1,313 @@
-/* placeholder: being written */
-typedef int orb_placeholder_t;
+#include <stdio.h>
+#include <string.h>
+
+#include "collectives/exec.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "kernels/reduce.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len)
+{
+    orb_coll_t coll = (orb_coll_t)sig->coll;
+    int rooted = coll == ORB_COLL_BROADCAST || coll == ORB_COLL_REDUCE || coll == ORB_COLL_GATHER;
+    int reduces = coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_REDUCE || coll == ORB_COLL_REDUCE_SCATTER;
+    int p2p = coll == ORB_COLL_SEND || coll == ORB_COLL_RECV;
+    int n = snprintf(buf, len, "%s #%llu (count %llu, %s", orb_coll_name(coll), (unsigned long long)sig->seq,
+                     (unsigned long long)sig->count, orb_dtype_name((orb_dtype_t)sig->dtype));
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (reduces)
+        n += snprintf(buf + n, len - (size_t)n, ", %s", orb_op_name((orb_op_t)sig->op));
+    if (rooted && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", root %d", sig->root);
+    if (p2p && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", peer %d", sig->root);
+    if ((size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ")");
+}
+
+/* Why a lane is not moving, for timeouts and liveness checks. */
+typedef struct {
+    int peer;     /* -1: not blocked on a peer */
+    int for_data; /* 1: waiting for data from peer; 0: for a free slot at peer */
+    int by_group; /* waiting for an earlier call of the group to finish with a connection */
+} blocked_t;
+
+static int sig_equal(const orb_slot_hdr_t *a, const orb_slot_hdr_t *b)
+{
+    return a->seq == b->seq && a->count == b->count && a->coll == b->coll && a->dtype == b->dtype &&
+           a->op == b->op && a->root == b->root;
+}
+
+/* Does lane ch of op j use connection (peer, dir)? Only asked for groups. */
+static int lane_uses(const orb_exec_op_t *o, int ch, int peer, int send_dir)
+{
+    const orb_lane_t *l = &o->plan->lanes[ch];
+    for (size_t i = o->step[ch]; i < l->nsteps; i++) {
+        int p = send_dir ? l->steps[i].send_peer : l->steps[i].recv_peer;
+        if (p == peer)
+            return 1;
+    }
+    return 0;
+}
+
+static int conn_free_for(const orb_exec_op_t *ops, int i, int ch, int peer, int send_dir)
+{
+    for (int j = 0; j < i; j++)
+        if (ch < ops[j].plan->nlanes && ops[j].step[ch] < ops[j].plan->lanes[ch].nsteps &&
+            lane_uses(&ops[j], ch, peer, send_dir))
+            return 0;
+    return 1;
+}
+
+static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_exec_op_t *o,
+                                   const orb_slot_hdr_t *got, size_t want_bytes, int peer, char *err,
+                                   size_t errlen)
+{
+    char mine[160], theirs[160], msg[512];
+    orb_exec_describe_sig(&o->sig, mine, sizeof mine);
+    orb_exec_describe_sig(got, theirs, sizeof theirs);
+    if (sig_equal(got, &o->sig))
+        snprintf(err, errlen, "rank %d: %s received a piece of %u bytes from rank %d where it expected %zu: "
+                              "the ranks disagree on the algorithm or the pipeline settings "
+                              "(ORBIT_ALGO, ORBIT_CHUNK_BYTES, ORBIT_NCHANNELS must match on every rank)",
+                 env->rank, mine, got->nbytes, peer, want_bytes);
+    else
+        snprintf(err, errlen, "rank %d called %s but rank %d called %s: every rank must make the same "
+                              "collective calls, with the same arguments, in the same order",
+                 env->rank, mine, peer, theirs);
+    snprintf(msg, sizeof msg, "rank %d called %s but rank %d called %s: every rank must make the same "
+                              "collective calls, with the same arguments, in the same order",
+             peer, theirs, env->rank, mine);
+    if (env->post_error)
+        env->post_error(env->ctx, peer, ORB_ERR_MISMATCH, msg);
+    return ORB_ERR_MISMATCH;
+}
+
+/* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
+ * negative status. */
+static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
+                         blocked_t *b, char *err, size_t errlen)
+{
+    orb_exec_op_t *o = &ops[i];
+    const orb_lane_t *lane = &o->plan->lanes[ch];
+    const size_t esz = orb_dtype_size(o->dtype);
+    const int nch = env->nchannels;
+    int moved = 0;
+    b->peer = -1;
+    b->by_group = 0;
+    while (o->step[ch] < lane->nsteps && moved < 256) {
+        const orb_step_t *s = &lane->steps[o->step[ch]];
+        const int kind = s->kind;
+        const int recv = kind != ORB_STEP_SEND && kind != ORB_STEP_COPY;
+        const int send = kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND ||
+                         kind == ORB_STEP_RECV_COPY_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND;
+        const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
+        size_t done = o->done[ch];
+        size_t n = s->count - done;
+        orb_conn_t *rc = NULL, *sc = NULL;
+        if (recv) {
+            rc = &env->recv[(size_t)s->recv_peer * (size_t)nch + (size_t)ch];
+            if (n > rc->slot_bytes / esz)
+                n = rc->slot_bytes / esz;
+        }
+        if (send) {
+            sc = &env->send[(size_t)s->send_peer * (size_t)nch + (size_t)ch];
+            if (n > sc->slot_bytes / esz)
+                n = sc->slot_bytes / esz;
+        }
+        if (nops > 1) {
+            if ((rc && !conn_free_for(ops, i, ch, s->recv_peer, 0)) ||
+                (sc && !conn_free_for(ops, i, ch, s->send_peer, 1))) {
+                b->by_group = 1;
+                break;
+            }
+        }
+        orb_slot_hdr_t *rh = NULL, *sh = NULL;
+        if (rc && !(rh = rc->ops->recv_acquire(rc))) {
+            b->peer = s->recv_peer;
+            b->for_data = 1;
+            break;
+        }
+        if (sc && !(sh = sc->ops->send_acquire(sc))) {
+            b->peer = s->send_peer;
+            b->for_data = 0;
+            break;
+        }
+        if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
+            return piece_mismatch(env, o, rh, n * esz, s->recv_peer, err, errlen);
+
+        const char *src = NULL;
+        if (kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND ||
+            kind == ORB_STEP_RECV_REDUCE_COPY || kind == ORB_STEP_COPY)
+            src = (const char *)(s->src_buf == ORB_BUF_INPUT ? o->in : o->out) + (s->src_off + done) * esz;
+        char *dst = NULL;
+        if (kind != ORB_STEP_SEND && kind != ORB_STEP_RECV_REDUCE_SEND)
+            dst = (char *)o->out + (s->dst_off + done) * esz;
+        const void *in = rh ? (const void *)(rh + 1) : NULL;
+        void *fwd = sh ? (void *)(sh + 1) : NULL;
+
+        switch (kind) {
+        case ORB_STEP_SEND:
+            orb_kernel_copy(fwd, NULL, src, n, o->dtype, pd);
+            break;
+        case ORB_STEP_RECV:
+            orb_kernel_copy(dst, NULL, in, n, o->dtype, pd);
+            break;
+        case ORB_STEP_RECV_REDUCE_SEND:
+            orb_kernel_reduce(fwd, NULL, src, in, n, o->dtype, o->op, pd);
+            break;
+        case ORB_STEP_RECV_COPY_SEND:
+            orb_kernel_copy(dst, fwd, in, n, o->dtype, pd);
+            break;
+        case ORB_STEP_RECV_REDUCE_COPY_SEND:
+            orb_kernel_reduce(dst, fwd, src, in, n, o->dtype, o->op, pd);
+            break;
+        case ORB_STEP_RECV_REDUCE_COPY:
+            orb_kernel_reduce(dst, NULL, src, in, n, o->dtype, o->op, pd);
+            break;
+        case ORB_STEP_COPY:
+            if (dst != src || pd > 1)
+                orb_kernel_copy(dst, NULL, src, n, o->dtype, pd);
+            break;
+        default:
+            snprintf(err, errlen, "rank %d: plan step of unknown kind %d", env->rank, kind);
+            return ORB_ERR_INTERNAL;
+        }
+        if (sh) {
+            *sh = o->sig;
+            sh->nbytes = (uint32_t)(n * esz);
+            sh->step = (uint32_t)o->step[ch];
+            sh->sender = env->rank;
+            sc->ops->send_post(sc);
+        }
+        if (rh)
+            rc->ops->recv_release(rc);
+        o->done[ch] = done + n;
+        if (o->done[ch] == s->count) {
+            o->step[ch]++;
+            o->done[ch] = 0;
+        }
+        moved++;
+    }
+    return moved;
+}
+
+static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *buf,
+                             size_t len)
+{
+    size_t n = 0;
+    for (int i = 0; i < nops && n < len; i++) {
+        const orb_exec_op_t *o = &ops[i];
+        char sig[160];
+        orb_exec_describe_sig(&o->sig, sig, sizeof sig);
+        for (int ch = 0; ch < o->plan->nlanes && n < len; ch++) {
+            const orb_lane_t *l = &o->plan->lanes[ch];
+            if (o->step[ch] >= l->nsteps)
+                continue;
+            const orb_step_t *s = &l->steps[o->step[ch]];
+            size_t esz = orb_dtype_size(o->dtype);
+            size_t piece = env->send ? env->send[0].slot_bytes / esz : s->count;
+            if (piece == 0)
+                piece = 1;
+            int peer = s->recv_peer >= 0 ? s->recv_peer : s->send_peer;
+            n += (size_t)snprintf(buf + n, len - n,
+                                  "%s%s %s, channel %d, step %zu of %zu (%s), chunk %zu of %zu: waits for rank %d",
+                                  n ? "; " : "", sig, orb_algo_name(o->plan->args.algo), ch, o->step[ch] + 1,
+                                  l->nsteps, orb_step_kind_name((orb_step_kind_t)s->kind),
+                                  o->done[ch] / piece + 1, (s->count + piece - 1) / piece, peer);
+        }
+    }
+}
+
+orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
+                          size_t errlen)
+{
+    for (int i = 0; i < nops; i++)
+        for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++)
+            ops[i].step[ch] = ops[i].done[ch] = 0;
+
+    int waiting[64];
+    double idle_since = 0, last_check = 0;
+    int idle_passes = 0, armed = 0;
+    uint32_t seen = 0;
+    for (;;) {
+        int moved = 0, unfinished = 0, nwait = 0;
+        for (int i = 0; i < nops; i++) {
+            for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
+                if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps)
+                    continue;
+                blocked_t b;
+                int m = lane_progress(env, ops, nops, i, ch, &b, err, errlen);
+                if (m < 0)
+                    return (orb_status_t)m;
+                moved += m;
+                if (ops[i].step[ch] < ops[i].plan->lanes[ch].nsteps) {
+                    unfinished++;
+                    if (b.peer >= 0 && nwait < 64)
+                        waiting[nwait++] = b.peer;
+                }
+            }
+        }
+        if (!unfinished)
+            return ORB_OK;
+        if (moved) {
+            idle_passes = 0;
+            armed = 0;
+            continue;
+        }
+        if (idle_passes++ == 0) {
+            idle_since = orb_now();
+            continue;
+        }
+        if (idle_passes & 15) {
+            cpu_relax();
+            continue;
+        }
+        double now = orb_now();
+        if (now - idle_since < env->spin_s)
+            continue;
+        if (!armed) { /* read the doorbell, then look once more before sleeping */
+            seen = env->doorbell(env->ctx);
+            armed = 1;
+            continue;
+        }
+        armed = 0;
+        double left = env->timeout_s - (now - idle_since);
+        env->sleep(env->ctx, seen, left < 0.1 ? (left > 0 ? left : 0) : 0.1);
+        now = orb_now();
+        if (now - last_check >= 0.1 || now - idle_since >= env->timeout_s) {
+            last_check = now;
+            orb_status_t st = env->check(env->ctx, waiting, nwait, err, errlen);
+            if (st != ORB_OK) {
+                /* Data posted before the peer left is still ours to take: look once more. */
+                int again = 0;
+                for (int i = 0; i < nops && !again; i++)
+                    for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
+                        blocked_t b;
+                        if (ops[i].step[ch] < ops[i].plan->lanes[ch].nsteps &&
+                            lane_progress(env, ops, nops, i, ch, &b, err, errlen) > 0)
+                            again = 1;
+                    }
+                if (!again)
+                    return st;
+                idle_passes = 0;
+                continue;
+            }
+            if (now - idle_since >= env->timeout_s) {
+                char what[1024];
+                describe_blocked(env, ops, nops, what, sizeof what);
+                snprintf(err, errlen, "rank %d: no progress for %.0f s (ORBIT_TIMEOUT): %s", env->rank,
+                         env->timeout_s, what);
+                return ORB_ERR_TIMEOUT;
+            }
+        }
+    }
+}

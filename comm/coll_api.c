@@ -1,2 +1,441 @@
-/* placeholder: being written */
-typedef int orb_placeholder_t;
+/* The collective entry points: validate every argument, pick the algorithm, fetch the plan,
+ * run it (or queue it inside orb_group_start/end). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_impl.h"
+#include "core/log.h"
+#include "core/param.h"
+
+/* ---- plans -------------------------------------------------------------------------- */
+
+static int args_equal(const orb_plan_args_t *a, const orb_plan_args_t *b)
+{
+    return a->coll == b->coll && a->algo == b->algo && a->nranks == b->nranks && a->rank == b->rank &&
+           a->root == b->root && a->count == b->count && a->op == b->op && a->chunk_elems == b->chunk_elems &&
+           a->nchannels == b->nchannels && a->ring == b->ring;
+}
+
+orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, const orb_plan_t **plan)
+{
+    int victim = 0;
+    for (int i = 0; i < ORB_PLAN_CACHE; i++) {
+        orb_plan_cache_entry_t *e = &c->cache[i];
+        if (e->valid && args_equal(&e->key, args)) {
+            e->used = ++c->plan_clock;
+            *plan = &e->plan;
+            return ORB_OK;
+        }
+        if (!e->valid || e->used < c->cache[victim].used)
+            victim = i;
+        if (!e->valid)
+            break;
+    }
+    orb_plan_cache_entry_t *e = &c->cache[victim];
+    if (e->valid)
+        orb_plan_free(&e->plan);
+    e->valid = 0;
+    orb_status_t st = orb_plan_build(&e->plan, args);
+    if (st != ORB_OK)
+        return st;
+    e->key = *args;
+    e->valid = 1;
+    e->used = ++c->plan_clock;
+    *plan = &e->plan;
+    return ORB_OK;
+}
+
+/* ---- groups ------------------------------------------------------------------------- */
+
+typedef struct {
+    struct orb_comm *comm;
+    orb_exec_op_t op;
+    orb_plan_t plan; /* owned copy: the cache may evict while the group is open */
+    void *scratch;
+} queued_t;
+
+static _Thread_local int group_depth;
+static _Thread_local queued_t *group_q;
+static _Thread_local int group_n, group_cap;
+
+orb_status_t orb_group_start(void)
+{
+    group_depth++;
+    return ORB_OK;
+}
+
+static orb_status_t run_ops(struct orb_comm *c, orb_exec_op_t *ops, int n);
+
+orb_status_t orb_group_end(void)
+{
+    if (group_depth == 0) {
+        orb_set_thread_error("orb_group_end: no matching orb_group_start on this thread");
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (--group_depth > 0)
+        return ORB_OK;
+    orb_status_t st = ORB_OK;
+    /* Run each communicator's queued calls together, communicators in first-use order. */
+    for (int i = 0; i < group_n; i++) {
+        struct orb_comm *c = group_q[i].comm;
+        if (!c)
+            continue;
+        int n = 0;
+        orb_exec_op_t *ops = malloc(sizeof *ops * (size_t)group_n);
+        if (!ops) {
+            st = ORB_ERR_NO_MEMORY;
+            break;
+        }
+        for (int j = i; j < group_n; j++)
+            if (group_q[j].comm == c) {
+                ops[n] = group_q[j].op;
+                ops[n].plan = &group_q[j].plan;
+                n++;
+            }
+        orb_status_t s = run_ops(c, ops, n);
+        free(ops);
+        if (s != ORB_OK && st == ORB_OK)
+            st = s;
+        for (int j = i; j < group_n; j++)
+            if (group_q[j].comm == c)
+                group_q[j].comm = NULL;
+    }
+    for (int i = 0; i < group_n; i++) {
+        orb_plan_free(&group_q[i].plan);
+        free(group_q[i].scratch);
+    }
+    free(group_q);
+    group_q = NULL;
+    group_n = group_cap = 0;
+    return st;
+}
+
+static orb_status_t plan_copy(orb_plan_t *dst, const orb_plan_t *src)
+{
+    *dst = *src;
+    for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++) {
+        dst->lanes[ch].steps = NULL;
+        dst->lanes[ch].cap = dst->lanes[ch].nsteps = 0;
+    }
+    for (int ch = 0; ch < src->nlanes; ch++) {
+        size_t n = src->lanes[ch].nsteps;
+        if (!n)
+            continue;
+        dst->lanes[ch].steps = malloc(n * sizeof(orb_step_t));
+        if (!dst->lanes[ch].steps) {
+            orb_plan_free(dst);
+            return ORB_ERR_NO_MEMORY;
+        }
+        memcpy(dst->lanes[ch].steps, src->lanes[ch].steps, n * sizeof(orb_step_t));
+        dst->lanes[ch].nsteps = dst->lanes[ch].cap = n;
+    }
+    return ORB_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+static orb_status_t run_ops(struct orb_comm *c, orb_exec_op_t *ops, int n)
+{
+    if (c->broken)
+        return orb_comm_fail(c, c->broken, "rank %d: the communicator is unusable after an earlier error "
+                                           "(%s); destroy it and create a new one",
+                             c->rank, orb_status_name(c->broken));
+    if (atomic_load(&c->aborted))
+        return orb_comm_fail(c, ORB_ERR_ABORTED, "rank %d: orb_comm_abort was called on this communicator", c->rank);
+    char err[1536];
+    orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
+    if (st != ORB_OK) {
+        c->broken = st;
+        if (st == ORB_ERR_PEER_LOST || st == ORB_ERR_ABORTED)
+            atomic_store(&c->async_error, st);
+        return orb_comm_fail(c, st, "%s", err);
+    }
+    return ORB_OK;
+}
+
+typedef struct {
+    orb_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    orb_dtype_t dtype;
+    orb_op_t op;
+    int root; /* or peer */
+} call_t;
+
+static const char *fn_name(orb_coll_t coll)
+{
+    static const char *const names[ORB_NUM_COLLS] = {
+        "orb_allreduce", "orb_broadcast", "orb_reduce", "orb_gather", "orb_allgather", "orb_reduce_scatter",
+        "orb_send",      "orb_recv",      "orb_barrier",
+    };
+    return names[coll];
+}
+
+static int overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    const char *x = a, *y = b;
+    return alen && blen && x < y + blen && y < x + alen;
+}
+
+static orb_status_t validate(struct orb_comm *c, const call_t *k, size_t in_count, size_t out_count)
+{
+    const char *fn = fn_name(k->coll);
+    const int r = c->rank;
+    if ((unsigned)k->dtype >= ORB_NUM_DTYPES)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: dtype=%d is not an orb_dtype_t (ORB_INT8..ORB_FLOAT64)",
+                             fn, r, (int)k->dtype);
+    if ((unsigned)k->op >= ORB_NUM_OPS)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: op=%d is not an orb_op_t (ORB_SUM..ORB_AVG)", fn, r,
+                             (int)k->op);
+    int rooted = k->coll == ORB_COLL_BROADCAST || k->coll == ORB_COLL_REDUCE || k->coll == ORB_COLL_GATHER;
+    int p2p = k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV;
+    if (rooted && (k->root < 0 || k->root >= c->nranks))
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: root=%d is out of range 0..%d", fn, r, k->root,
+                             c->nranks - 1);
+    if (p2p && (k->root < 0 || k->root >= c->nranks))
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is out of range 0..%d", fn, r, k->root,
+                             c->nranks - 1);
+    if (p2p && k->root == r)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is this rank itself; copy locally instead",
+                             fn, r, k->root);
+    size_t esz = orb_dtype_size(k->dtype);
+    size_t maxn = in_count > out_count ? in_count : out_count;
+    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER)
+                      ? (size_t)c->nranks : 1;
+    if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: count=%zu of %s overflows the address space", fn, r,
+                             k->count, orb_dtype_name(k->dtype));
+    if (in_count && !k->sendbuf)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu", fn, r,
+                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->count);
+    if (out_count && !k->recvbuf)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu%s", fn, r,
+                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->count,
+                             rooted ? " (this rank is the root)" : "");
+    size_t inb = in_count * esz, outb = out_count * esz;
+    const char *in = k->sendbuf;
+    char *out = k->recvbuf;
+    int inplace_ok;
+    switch (k->coll) {
+    case ORB_COLL_GATHER:
+    case ORB_COLL_ALLGATHER: /* in place: sendbuf is this rank's slot of recvbuf */
+        inplace_ok = out && in == out + (size_t)r * k->count * esz;
+        break;
+    case ORB_COLL_REDUCE_SCATTER: /* in place: recvbuf is this rank's block of sendbuf */
+        inplace_ok = out && out == in + (size_t)r * k->count * esz;
+        break;
+    default:
+        inplace_ok = in == out;
+    }
+    if (!inplace_ok && overlap(in, inb, out, outb))
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: sendbuf and recvbuf overlap without being the "
+                                                     "in-place layout; use separate buffers or the in-place form",
+                             fn, r);
+    return ORB_OK;
+}
+
+/* Until the tuner is wired: ring where it exists, else direct, else tree. */
+typedef struct {
+    orb_algo_t algo;
+    size_t chunk_elems;
+    int nchannels;
+    double predicted_us;
+    char reason[128];
+} choice_t;
+
+static orb_status_t choose(struct orb_comm *c, orb_coll_t coll, size_t count, size_t esz, choice_t *ch)
+{
+    (void)count;
+    memset(ch, 0, sizeof *ch);
+    const char *want = orb_param_str(ORB_PARAM_S_ALGO);
+    orb_algo_t order[4] = {ORB_ALGO_RING, ORB_ALGO_DIRECT, ORB_ALGO_TREE, ORB_ALGO_RING};
+    int n = 3;
+    if (!strcmp(want, "tree"))
+        order[0] = ORB_ALGO_TREE, order[2] = ORB_ALGO_RING;
+    ch->algo = ORB_NUM_ALGOS;
+    for (int i = 0; i < n; i++)
+        if (orb_plan_algo_supported(coll, order[i])) {
+            ch->algo = order[i];
+            break;
+        }
+    if (ch->algo == ORB_NUM_ALGOS) {
+        snprintf(ch->reason, sizeof ch->reason, "no plan implements %s", orb_coll_name(coll));
+        return ORB_ERR_UNSUPPORTED;
+    }
+    size_t chunk = c->slot_bytes;
+    double forced = orb_param_num(ORB_PARAM_CHUNK_BYTES);
+    if (forced >= 1 && forced < (double)chunk)
+        chunk = (size_t)forced;
+    ch->chunk_elems = chunk / esz ? chunk / esz : 1;
+    ch->nchannels = ch->algo == ORB_ALGO_TREE ? 2 : 1;
+    return ORB_OK;
+}
+
+static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t stream)
+{
+    const char *fn = fn_name(k->coll);
+    orb_status_t st = orb_comm_check_handle(comm, fn);
+    if (st != ORB_OK)
+        return st;
+    struct orb_comm *c = comm;
+    if (stream)
+        return orb_comm_fail(c, ORB_ERR_UNSUPPORTED, "%s: rank %d: stream is not NULL, but this build of orbit "
+                                                     "runs host buffers only (pass NULL; the call blocks)",
+                             fn, c->rank);
+    size_t in_count, out_count;
+    orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
+    if (k->coll == ORB_COLL_BARRIER)
+        in_count = out_count = 0;
+    st = validate(c, k, in_count, out_count);
+    if (st != ORB_OK)
+        return st;
+
+    size_t esz = orb_dtype_size(k->dtype);
+    choice_t ch;
+    st = choose(c, k->coll, k->count, esz, &ch);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, ch.reason);
+    orb_plan_args_t args = {
+        .coll = k->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = k->root,
+        .count = k->count, .op = k->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels, .ring = c->ring,
+    };
+    const orb_plan_t *plan;
+    st = orb_comm_plan(c, &args, &plan);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: cannot build the %s plan (%s)", fn, c->rank, orb_algo_name(ch.algo),
+                             orb_strerror(st));
+    ORB_TRACE("%s #%llu count %zu: %s, chunk %zu, %d channels, predicted %.1f us", fn,
+              (unsigned long long)c->seq + 1, k->count, orb_algo_name(ch.algo), ch.chunk_elems, ch.nchannels,
+              ch.predicted_us);
+
+    orb_exec_op_t op = {
+        .plan = plan, .in = k->sendbuf, .out = k->recvbuf, .dtype = k->dtype,
+        .op = k->op == ORB_AVG ? ORB_SUM : k->op, .postdiv = k->op == ORB_AVG ? c->nranks : 0,
+    };
+    if (k->coll == ORB_COLL_BARRIER) {
+        op.in = op.out = &c->barrier_byte; /* one byte moves; only its arrival matters */
+        op.dtype = ORB_UINT8;
+        op.op = ORB_MAX;
+        op.postdiv = 0;
+    }
+    op.sig.seq = ++c->seq;
+    op.sig.count = k->count;
+    op.sig.coll = (uint32_t)k->coll;
+    op.sig.dtype = (uint32_t)k->dtype;
+    op.sig.op = (uint32_t)k->op;
+    /* send and recv pair up: both carry the sender's rank as "root" */
+    op.sig.root = k->coll == ORB_COLL_SEND ? c->rank : k->root;
+    if (k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV) {
+        op.sig.coll = ORB_COLL_SEND;
+        op.sig.seq = 0; /* point-to-point calls are not collective: no shared sequence */
+        c->seq--;
+    }
+
+    void *scratch = NULL;
+    if (orb_plan_out_is_scratch(plan)) {
+        /* A non-root of reduce/gather that must hold partial results: give it room. */
+        size_t need = plan->out_count * esz;
+        if (group_depth > 0) {
+            scratch = malloc(need);
+            if (!scratch)
+                return ORB_ERR_NO_MEMORY;
+            op.out = scratch;
+        } else {
+            if (need > c->scratch_bytes) {
+                void *p = realloc(c->scratch, need);
+                if (!p)
+                    return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for %zu bytes of scratch",
+                                         fn, c->rank, need);
+                c->scratch = p;
+                c->scratch_bytes = need;
+            }
+            op.out = c->scratch;
+        }
+    }
+
+    if (group_depth > 0) {
+        if (group_n == group_cap) {
+            int ncap = group_cap ? 2 * group_cap : 16;
+            queued_t *q = realloc(group_q, sizeof *q * (size_t)ncap);
+            if (!q)
+                return ORB_ERR_NO_MEMORY;
+            group_q = q;
+            group_cap = ncap;
+        }
+        queued_t *q = &group_q[group_n];
+        q->comm = c;
+        q->op = op;
+        q->scratch = scratch;
+        st = plan_copy(&q->plan, plan);
+        if (st != ORB_OK) {
+            free(scratch);
+            return st;
+        }
+        group_n++;
+        return ORB_OK;
+    }
+    return run_ops(c, &op, 1);
+}
+
+orb_status_t orb_allreduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op,
+                           orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_broadcast(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, int root,
+                           orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, ORB_SUM, root};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_reduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op, int root,
+                        orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_gather(const void *sendbuf, void *recvbuf, size_t sendcount, orb_dtype_t dtype, int root,
+                        orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, root};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, orb_dtype_t dtype, orb_comm_t comm,
+                           orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, 0};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype, orb_op_t op,
+                                orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_barrier(orb_comm_t comm)
+{
+    call_t k = {ORB_COLL_BARRIER, NULL, NULL, 1, ORB_UINT8, ORB_MAX, 0};
+    return collective(comm, &k, NULL);
+}
+
+orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
+                      orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_SEND, buf, NULL, count, dtype, ORB_SUM, peer};
+    return collective(comm, &k, stream);
+}
+
+orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm, orb_stream_t stream)
+{
+    call_t k = {ORB_COLL_RECV, NULL, buf, count, dtype, ORB_SUM, peer};
+    return collective(comm, &k, stream);
+}

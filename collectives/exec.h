@@ -1,0 +1,51 @@
+/* The CPU executor: runs plans on host buffers over transport connections.
+ *
+ * One call runs one or more operations (a group) to completion. Lanes of all operations
+ * progress together, non-blocking, piece by piece; when nothing can move the executor spins
+ * for ORBIT_SPIN_US, then sleeps on the rank's doorbell. Connections shared by several
+ * operations of a group are used in issue order, so the pieces of one call never interleave
+ * with another's on the same FIFO. */
+#ifndef ORB_COLLECTIVES_EXEC_H
+#define ORB_COLLECTIVES_EXEC_H
+
+#include "collectives/plan.h"
+#include "transport/transport.h"
+
+typedef struct {
+    const orb_plan_t *plan;
+    const void *in;
+    void *out;
+    orb_dtype_t dtype;
+    orb_op_t op;
+    int postdiv;        /* divisor applied by POSTOP steps (avg: nranks), else 0 */
+    orb_slot_hdr_t sig; /* seq, count, coll, dtype, op, root of this call */
+    /* progress, owned by the executor */
+    size_t step[ORB_MAX_CHANNELS];
+    size_t done[ORB_MAX_CHANNELS];
+} orb_exec_op_t;
+
+/* What the executor needs from the communicator. */
+typedef struct {
+    int rank, nranks, nchannels;
+    int check_signatures;
+    orb_conn_t *send; /* [peer * nchannels + ch] */
+    orb_conn_t *recv;
+    void *ctx;
+    uint32_t (*doorbell)(void *ctx);
+    void (*sleep)(void *ctx, uint32_t seen, double max_s);
+    /* Slow-path health check: abort, errors posted by peers, lost peers. `waiting_on` lists
+     * the peers the blocked lanes wait for (n of them). Returns ORB_OK to keep waiting. */
+    orb_status_t (*check)(void *ctx, const int *waiting_on, int n, char *err, size_t errlen);
+    /* Tell a peer this call failed (mismatch), so it fails too instead of waiting. */
+    void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
+    double timeout_s;
+    double spin_s;
+} orb_exec_env_t;
+
+orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
+                          size_t errlen);
+
+/* "allreduce #12 (count 1024, float32, sum)" */
+void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len);
+
+#endif

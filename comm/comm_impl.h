@@ -1,0 +1,58 @@
+/* The communicator behind the opaque orb_comm_t. Internal to liborbit. */
+#ifndef ORB_COMM_IMPL_H
+#define ORB_COMM_IMPL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "collectives/exec.h"
+#include "collectives/plan.h"
+#include "transport/bootstrap.h"
+#include "transport/shm.h"
+
+#define ORB_COMM_MAGIC 0x4f52434du /* "ORCM" */
+#define ORB_PLAN_CACHE 16
+
+typedef struct {
+    orb_plan_args_t key;
+    orb_plan_t plan;
+    uint64_t used;
+    int valid;
+} orb_plan_cache_entry_t;
+
+struct orb_comm {
+    uint32_t magic;
+    int rank, nranks, local_rank;
+    int nchannels;
+    uint32_t nslots;
+    size_t slot_bytes;
+    double timeout_s;
+    int check_signatures;
+    orb_bootstrap_t bs;
+    orb_shm_t shm;
+    orb_conn_t *send, *recv;
+    int *ring;
+    uint64_t seq;
+    uint64_t plan_clock;
+    orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];
+    orb_exec_env_t env;
+    _Atomic int aborted;
+    _Atomic int async_error;
+    orb_status_t broken; /* set by a failure that leaves the FIFOs in an unknown state */
+    uint8_t barrier_byte;
+    void *scratch; /* output room for non-roots of reduce/gather */
+    size_t scratch_bytes;
+    char last_error[1536];
+};
+
+/* Remember the detail of a failure (also logged at WARN). Returns st. */
+orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* ORB_OK if c is a live communicator; otherwise fills the thread's error. */
+orb_status_t orb_comm_check_handle(struct orb_comm *c, const char *fn);
+/* The plan for args (cached). */
+orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, const orb_plan_t **plan);
+/* Error text for calls that have no communicator to hold it (init, bad handles). */
+void orb_set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,85 @@
+#include "proc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t orb_hash64(const void *data, size_t len, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull ^ seed; /* FNV-1a, then a final mix */
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* state (field 3) and starttime (field 22) of /proc/pid/stat; -1 if unreadable */
+static int read_stat(pid_t pid, char *state, uint64_t *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may contain spaces */
+    if (!p || p[1] != ' ')
+        return -1;
+    *state = p[2];
+    p += 2;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -1;
+        p++;
+    }
+    *start = strtoull(p, NULL, 10);
+    return 0;
+}
+
+uint64_t orb_proc_start_time(pid_t pid)
+{
+    char st;
+    uint64_t start = 0;
+    return read_stat(pid, &st, &start) == 0 ? start : 0;
+}
+
+int orb_proc_alive(pid_t pid, uint64_t start)
+{
+    char st;
+    uint64_t s;
+    if (read_stat(pid, &st, &s) != 0)
+        return 0;
+    if (st == 'Z' || st == 'X' || st == 'x')
+        return 0;
+    return start == 0 || s == start;
+}
+
+uint64_t orb_host_id(void)
+{
+    const char *env = getenv("ORBIT_HOSTID");
+    if (env && *env)
+        return orb_hash64(env, strlen(env), 7);
+    char buf[512] = {0};
+    size_t n = 0;
+    gethostname(buf, 128);
+    n = strlen(buf);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        n += fread(buf + n, 1, 64, f);
+        fclose(f);
+    }
+    struct stat sb;
+    if (stat("/proc/self/ns/net", &sb) == 0)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "/%llu", (unsigned long long)sb.st_ino);
+    return orb_hash64(buf, n, 11);
+}

@@ -1,0 +1,15 @@
+/* Process and host identity: is a peer process still alive, which host are we on. */
+#ifndef ORB_CORE_PROC_H
+#define ORB_CORE_PROC_H
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start time of pid (clock ticks since boot, /proc/pid/stat field 22), 0 if unknown. */
+uint64_t orb_proc_start_time(pid_t pid);
+/* 1 if pid runs and started at start (0: do not check), 0 if it is gone or a zombie. */
+int orb_proc_alive(pid_t pid, uint64_t start);
+/* Ranks with equal host ids share memory: hostname, boot id and network namespace
+ * (so network namespaces act as separate hosts), or ORBIT_HOSTID when set. */
+uint64_t orb_host_id(void);
+uint64_t orb_hash64(const void *data, size_t len, uint64_t seed);
+#endif

@@ -1,0 +1,476 @@
+/* The collective matrix, run as N real processes under orbitrun:
+ *   orbitrun -n N -- test_coll [--coll NAME|all] [--algo ring|tree|auto] [--seed S] [--quick]
+ * Every rank builds every rank's input from (seed, rank, element), so the expected output is
+ * computed here independently of orbit: integers exactly (with two's-complement wrap),
+ * floats in double with a tolerance derived from the dtype and nranks. Inputs are multiples
+ * of 1/128 so that they are exact in every float type. Prints "N passed, N failed". */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orbit.h"
+
+static int nranks, rank;
+static orb_comm_t comm;
+static unsigned long long seed = 1;
+static long passed, failed;
+
+/* ---- an independent view of the dtypes ------------------------------------------------ */
+
+static size_t esize(orb_dtype_t t)
+{
+    static const size_t s[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    return s[t];
+}
+static int is_float(orb_dtype_t t) { return t >= ORB_FLOAT16; }
+static int is_signed_int(orb_dtype_t t) { return t == ORB_INT8 || t == ORB_INT32 || t == ORB_INT64; }
+static int bits(orb_dtype_t t) { return (int)esize(t) * 8; }
+
+static double half_bits_to_double(uint16_t h)
+{
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v;
+    if (e == 0)
+        v = ldexp(m, -24);
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = ldexp(m + 1024, e - 25);
+    return s ? -v : v;
+}
+
+/* exact for the multiples of 2^-7 in [-256, 256] that the test uses */
+static uint16_t double_to_half_bits_exact(double v)
+{
+    if (v == 0)
+        return signbit(v) ? 0x8000 : 0;
+    uint16_t s = v < 0 ? 0x8000 : 0;
+    v = fabs(v);
+    int e;
+    double f = frexp(v, &e); /* v = f * 2^e, f in [0.5, 1) */
+    int m = (int)ldexp(f, 11); /* 11 significant bits */
+    return (uint16_t)(s | (uint16_t)((e + 14) << 10) | (uint16_t)(m - 1024));
+}
+
+static double load(orb_dtype_t t, const void *p, size_t i)
+{
+    switch (t) {
+    case ORB_FLOAT16:
+        return half_bits_to_double(((const uint16_t *)p)[i]);
+    case ORB_BFLOAT16: {
+        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case ORB_FLOAT32:
+        return ((const float *)p)[i];
+    case ORB_FLOAT64:
+        return ((const double *)p)[i];
+    default:
+        return 0;
+    }
+}
+
+static void store_float(orb_dtype_t t, void *p, size_t i, double v)
+{
+    switch (t) {
+    case ORB_FLOAT16:
+        ((uint16_t *)p)[i] = double_to_half_bits_exact(v);
+        break;
+    case ORB_BFLOAT16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+        break;
+    }
+    case ORB_FLOAT32:
+        ((float *)p)[i] = (float)v;
+        break;
+    default:
+        ((double *)p)[i] = v;
+    }
+}
+
+static uint64_t load_int(orb_dtype_t t, const void *p, size_t i)
+{
+    switch (esize(t)) {
+    case 1:
+        return ((const uint8_t *)p)[i];
+    case 4:
+        return ((const uint32_t *)p)[i];
+    default:
+        return ((const uint64_t *)p)[i];
+    }
+}
+
+static void store_int(orb_dtype_t t, void *p, size_t i, uint64_t v)
+{
+    switch (esize(t)) {
+    case 1:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case 4:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
+    default:
+        ((uint64_t *)p)[i] = v;
+    }
+}
+
+static int64_t as_signed(orb_dtype_t t, uint64_t v)
+{
+    int b = bits(t);
+    if (b == 64)
+        return (int64_t)v;
+    v &= (1ull << b) - 1;
+    if (v >> (b - 1))
+        return (int64_t)(v | ~((1ull << b) - 1));
+    return (int64_t)v;
+}
+
+static uint64_t wrap(orb_dtype_t t, uint64_t v) { return bits(t) == 64 ? v : v & ((1ull << bits(t)) - 1); }
+
+/* ---- inputs ------------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* integer "k" for (rank, element): small, so sums stay in range */
+static int64_t kval(int r, size_t i, orb_op_t op, orb_dtype_t t)
+{
+    uint64_t h = mix(seed * 0x9e3779b97f4a7c15ull + (uint64_t)r * 0x632be59bd9b4e019ull + i);
+    if (is_float(t)) {
+        if (op == ORB_PROD) { /* magnitudes in [0.5, 1.5], random sign: products stay tame */
+            int64_t k = 64 + (int64_t)(h % 129);
+            return (h >> 40) & 1 ? -k : k;
+        }
+        return (int64_t)(h % 257) - 128; /* k/128 in [-1, 1] */
+    }
+    if (op == ORB_PROD)
+        return (int64_t)(h % 5) - (is_signed_int(t) ? 2 : 0) + (is_signed_int(t) ? 0 : 0);
+    if (is_signed_int(t))
+        return (int64_t)(h % 33) - 16;
+    return (int64_t)(h % 33);
+}
+
+static void fill(orb_dtype_t t, orb_op_t op, int r, void *buf, size_t n, size_t base)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = kval(r, base + i, op, t);
+        if (is_float(t))
+            store_float(t, buf, i, (double)k / 128.0);
+        else
+            store_int(t, buf, i, (uint64_t)k);
+    }
+}
+
+/* ---- reference ---------------------------------------------------------------------- */
+
+typedef struct {
+    double v, absum; /* float reference and sum of |terms| for the tolerance */
+    uint64_t u;      /* integer reference */
+} ref_t;
+
+static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
+{
+    ref_t R = {0, 0, 0};
+    for (int r = 0; r < nranks; r++) {
+        int64_t k = kval(r, idx, op, t);
+        if (is_float(t)) {
+            double x = (double)k / 128.0;
+            R.absum += fabs(x);
+            if (r == 0)
+                R.v = x;
+            else if (op == ORB_SUM || op == ORB_AVG)
+                R.v += x;
+            else if (op == ORB_PROD)
+                R.v *= x;
+            else if (op == ORB_MIN)
+                R.v = x < R.v ? x : R.v;
+            else
+                R.v = x > R.v ? x : R.v;
+        } else {
+            uint64_t x = wrap(t, (uint64_t)k);
+            if (r == 0)
+                R.u = x;
+            else if (op == ORB_SUM || op == ORB_AVG)
+                R.u = wrap(t, R.u + x);
+            else if (op == ORB_PROD)
+                R.u = wrap(t, R.u * x);
+            else if (is_signed_int(t)) {
+                int64_t a = as_signed(t, R.u), b = as_signed(t, x);
+                R.u = wrap(t, (uint64_t)((op == ORB_MIN) ? (b < a ? b : a) : (b > a ? b : a)));
+            } else
+                R.u = (op == ORB_MIN) ? (x < R.u ? x : R.u) : (x > R.u ? x : R.u);
+        }
+    }
+    if (op == ORB_AVG) {
+        if (is_float(t))
+            R.v /= nranks;
+        else if (is_signed_int(t))
+            R.u = wrap(t, (uint64_t)(as_signed(t, R.u) / nranks));
+        else
+            R.u = R.u / (uint64_t)nranks;
+    }
+    return R;
+}
+
+static double unit_roundoff(orb_dtype_t t)
+{
+    switch (t) {
+    case ORB_FLOAT16:
+        return ldexp(1, -11);
+    case ORB_BFLOAT16:
+        return ldexp(1, -8);
+    case ORB_FLOAT32:
+        return ldexp(1, -24);
+    default:
+        return ldexp(1, -53);
+    }
+}
+
+static int close_enough(orb_dtype_t t, orb_op_t op, double got, const ref_t *R)
+{
+    if (op == ORB_MIN || op == ORB_MAX)
+        return got == R->v;
+    double u = unit_roundoff(t), tol;
+    if (op == ORB_PROD)
+        tol = (nranks + 1) * u * fabs(R->v) * 1.01;
+    else
+        tol = (nranks + 1) * u * R->absum / (op == ORB_AVG ? nranks : 1) + u * fabs(R->v);
+    return fabs(got - R->v) <= tol;
+}
+
+/* ---- one case ----------------------------------------------------------------------- */
+
+static const char *coll_names[] = {"allreduce", "broadcast", "reduce", "gather", "allgather", "reduce_scatter", "sendrecv"};
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_GATHER, C_ALLGATHER, C_RS, C_SENDRECV, C_COUNT };
+
+static int op_applies(int c, orb_op_t op)
+{
+    if (c == C_ALLREDUCE || c == C_REDUCE || c == C_RS)
+        return 1;
+    return op == ORB_SUM; /* data movement only: op is irrelevant */
+}
+
+static void report(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, int inplace, const char *what)
+{
+    failed++;
+    if (failed <= 10)
+        fprintf(stderr, "FAIL rank %d/%d: %s dtype=%s op=%s count=%zu root=%d %s seed=%llu: %s\n", rank, nranks,
+                coll_names[c], orb_dtype_name(t), orb_op_name(op), count, root, inplace ? "in-place" : "out-of-place",
+                seed, what);
+}
+
+static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, int inplace)
+{
+    const size_t es = esize(t);
+    size_t in_n = count, out_n = count;
+    if (c == C_GATHER || c == C_ALLGATHER)
+        out_n = count * (size_t)nranks;
+    if (c == C_RS)
+        in_n = count * (size_t)nranks;
+    size_t big = (in_n > out_n ? in_n : out_n) + 1;
+    unsigned char *inb = malloc(big * es), *outb = malloc(big * es);
+    if (!inb || !outb) {
+        report(c, t, op, count, root, inplace, "test out of memory");
+        free(inb);
+        free(outb);
+        return;
+    }
+    memset(outb, 0xA5, big * es);
+    void *send = inb, *recv = outb;
+    /* this rank's input, at its place for the in-place layouts */
+    fill(t, op, rank, inb, in_n, 0);
+    if (inplace) {
+        if (c == C_GATHER || c == C_ALLGATHER) {
+            memcpy(outb + (size_t)rank * count * es, inb, count * es);
+            send = outb + (size_t)rank * count * es;
+        } else if (c == C_RS) {
+            memcpy(outb, inb, in_n * es);
+            send = outb;
+            recv = outb + (size_t)rank * count * es;
+        } else {
+            memcpy(outb, inb, in_n * es);
+            send = outb;
+        }
+    }
+    orb_status_t st = ORB_OK;
+    switch (c) {
+    case C_ALLREDUCE:
+        st = orb_allreduce(send, recv, count, t, op, comm, NULL);
+        break;
+    case C_BCAST:
+        st = orb_broadcast(send, recv, count, t, root, comm, NULL);
+        break;
+    case C_REDUCE:
+        st = orb_reduce(send, recv, count, t, op, root, comm, NULL);
+        break;
+    case C_GATHER:
+        st = orb_gather(send, recv, count, t, root, comm, NULL);
+        break;
+    case C_ALLGATHER:
+        st = orb_allgather(send, recv, count, t, comm, NULL);
+        break;
+    case C_RS:
+        st = orb_reduce_scatter(send, recv, count, t, op, comm, NULL);
+        break;
+    case C_SENDRECV: { /* ring shift: send to the next rank, receive from the previous one */
+        if (nranks == 1)
+            break;
+        orb_group_start();
+        orb_send(send, count, t, (rank + 1) % nranks, comm, NULL);
+        orb_recv(recv, count, t, (rank + nranks - 1) % nranks, comm, NULL);
+        st = orb_group_end();
+        break;
+    }
+    }
+    if (st != ORB_OK) {
+        char what[1700];
+        snprintf(what, sizeof what, "returned %s: %s", orb_status_name(st), orb_comm_last_error(comm));
+        report(c, t, op, count, root, inplace, what);
+        free(inb);
+        free(outb);
+        return;
+    }
+    /* check */
+    const unsigned char *res = recv;
+    long wrong = 0;
+    size_t first = 0;
+    int has_output = !((c == C_REDUCE || c == C_GATHER) && rank != root) && !(c == C_SENDRECV && nranks == 1);
+    for (size_t i = 0; has_output && i < out_n; i++) {
+        int src_rank = -1; /* data movement: whose element */
+        size_t src_idx = i;
+        orb_op_t rop = op;
+        switch (c) {
+        case C_BCAST:
+            src_rank = root;
+            break;
+        case C_GATHER:
+        case C_ALLGATHER:
+            src_rank = (int)(i / count);
+            src_idx = i % count;
+            break;
+        case C_SENDRECV:
+            src_rank = (rank + nranks - 1) % nranks;
+            break;
+        case C_RS:
+            src_idx = (size_t)rank * count + i;
+            break;
+        default:
+            break;
+        }
+        int ok;
+        if (src_rank >= 0) {
+            int64_t k = kval(src_rank, src_idx, rop, t);
+            if (is_float(t))
+                ok = load(t, res, i) == (double)k / 128.0;
+            else
+                ok = load_int(t, res, i) == wrap(t, (uint64_t)k);
+        } else {
+            ref_t R = reduce_ref(t, rop, src_idx);
+            if (is_float(t))
+                ok = close_enough(t, rop, load(t, res, i), &R);
+            else
+                ok = load_int(t, res, i) == R.u;
+        }
+        if (!ok && wrong++ == 0)
+            first = i;
+    }
+    if (!has_output && !inplace) { /* a non-root's recvbuf must stay untouched */
+        for (size_t i = 0; i < big * es; i++)
+            if (outb[i] != 0xA5) {
+                wrong++;
+                first = i / es;
+                break;
+            }
+    }
+    if (wrong) {
+        char what[256];
+        snprintf(what, sizeof what, "%ld wrong elements, first at %zu", wrong, first);
+        report(c, t, op, count, root, inplace, what);
+    } else {
+        passed++;
+    }
+    free(inb);
+    free(outb);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = "all";
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--coll") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--algo") && i + 1 < argc)
+            setenv("ORBIT_ALGO", argv[++i], 1);
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else {
+            fprintf(stderr, "usage: test_coll [--coll NAME|all] [--algo ring|tree] [--seed S] [--quick]\n");
+            return 2;
+        }
+    }
+    orb_status_t st = orb_comm_init_env(&comm);
+    if (st != ORB_OK) {
+        fprintf(stderr, "init failed: %s: %s\n", orb_status_name(st), orb_comm_last_error(NULL));
+        return 1;
+    }
+    orb_comm_rank(comm, &rank);
+    orb_comm_size(comm, &nranks);
+    const size_t counts[] = {0, 1, 5, 7, 1000, 1023, (1u << 20) + 3};
+    const int ncounts = quick ? 5 : 7;
+    for (int c = 0; c < C_COUNT; c++) {
+        if (strcmp(only, "all") && strcmp(only, coll_names[c]))
+            continue;
+        int roots[3] = {0, nranks - 1, nranks / 2};
+        int nroots = (c == C_BCAST || c == C_REDUCE || c == C_GATHER) ? 3 : 1;
+        for (int t = 0; t < ORB_NUM_DTYPES; t++)
+            for (int op = 0; op < ORB_NUM_OPS; op++) {
+                if (!op_applies(c, (orb_op_t)op))
+                    continue;
+                for (int ci = 0; ci < ncounts; ci++) {
+                    size_t count = counts[ci];
+                    /* the 1 Mi case: every dtype with sum, every op with float32/int32 */
+                    if (count > 4096 && op != ORB_SUM && t != ORB_FLOAT32 && t != ORB_INT32)
+                        continue;
+                    if (count > 4096 && (c == C_GATHER || c == C_ALLGATHER || c == C_RS) && t != ORB_FLOAT32 &&
+                        t != ORB_UINT8)
+                        continue;
+                    for (int ri = 0; ri < nroots; ri++) {
+                        if (ri > 0 && roots[ri] == roots[0])
+                            continue;
+                        if (ri == 2 && roots[2] == roots[1])
+                            continue;
+                        /* send/recv has no in-place form: one buffer cannot be sent from and received into */
+                        for (int inplace = 0; inplace < (c == C_SENDRECV ? 1 : 2); inplace++)
+                            run_case(c, (orb_dtype_t)t, (orb_op_t)op, count, roots[ri], inplace);
+                    }
+                }
+            }
+    }
+    /* every rank must agree the run passed: one more collective does the counting */
+    long mine[2] = {passed, failed}, all[2] = {0, 0};
+    if (orb_allreduce(mine, all, 2, ORB_INT64, ORB_SUM, comm, NULL) != ORB_OK) {
+        fprintf(stderr, "final allreduce failed: %s\n", orb_comm_last_error(comm));
+        all[1] = failed + 1;
+    }
+    if (rank == 0)
+        printf("%ld passed, %ld failed\n", all[0], all[1]);
+    orb_comm_destroy(comm);
+    return all[1] ? 1 : 0;
+}

@@ -1,0 +1,63 @@
+/* Connections between two ranks, one per (peer, channel, direction), behind an ops table.
+ *
+ * Every connection is a FIFO of slots; each slot is a 64-byte header followed by the payload.
+ * The executor asks for a free slot to send into (writing the payload in place: the fused
+ * reduction writes straight into the peer's slot), posts it, and on the other side takes a
+ * full slot and releases it. Transports differ in where slots live and how they move. */
+#ifndef ORB_TRANSPORT_TRANSPORT_H
+#define ORB_TRANSPORT_TRANSPORT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "orbit.h"
+
+/* Every piece carries the call's signature so a receiver can tell a mismatched call. */
+typedef struct {
+    uint64_t seq;   /* per-communicator call number */
+    uint64_t count; /* the count the user passed */
+    uint32_t coll;
+    uint32_t dtype;
+    uint32_t op;
+    int32_t root;
+    uint32_t nbytes; /* payload bytes of this piece */
+    uint32_t step;   /* step index in the sender's lane (diagnostics) */
+    int32_t sender;
+    uint32_t pad[5];
+} orb_slot_hdr_t;
+
+_Static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");
+
+typedef struct orb_conn orb_conn_t;
+
+typedef struct {
+    const char *name;
+    /* A free slot to fill, or NULL when the FIFO is full. */
+    orb_slot_hdr_t *(*send_acquire)(orb_conn_t *c);
+    void (*send_post)(orb_conn_t *c);
+    /* The next full slot, or NULL when none has arrived. */
+    orb_slot_hdr_t *(*recv_acquire)(orb_conn_t *c);
+    void (*recv_release)(orb_conn_t *c);
+} orb_transport_ops_t;
+
+typedef struct {
+    _Atomic uint64_t head; /* slots posted by the sender */
+    char pad0[56];
+    _Atomic uint64_t tail; /* slots released by the receiver */
+    char pad1[56];
+} orb_fifo_ctrl_t;
+
+struct orb_conn {
+    const orb_transport_ops_t *ops;
+    int peer;
+    int channel;
+    orb_fifo_ctrl_t *ctrl;
+    char *slots;
+    size_t slot_stride; /* header + payload */
+    size_t slot_bytes;  /* payload capacity */
+    uint32_t nslots;
+    uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
+    void *wake;           /* transport-specific: whom to wake after post/release */
+};
+
+#endif
