@@ -19,9 +19,14 @@ typedef struct {
     orb_op_t op;
     int postdiv;        /* divisor applied by POSTOP steps (avg: nranks), else 0 */
     orb_slot_hdr_t sig; /* seq, count, coll, dtype, op, root of this call */
+    /* Signature handshake before the plan (-1: none): an empty piece to sync_next and one from
+     * sync_prev on channel 0. Rooted calls need it: ranks that disagree on the root could
+     * otherwise all wait to receive, or all send and return, without one mismatched piece. */
+    int sync_next, sync_prev;
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
+    int sync_sent, sync_recvd;
 } orb_exec_op_t;
 
 /* What the executor needs from the communicator. */
@@ -38,6 +43,7 @@ typedef struct {
     orb_status_t (*check)(void *ctx, const int *waiting_on, int n, char *err, size_t errlen);
     /* Tell a peer this call failed (mismatch), so it fails too instead of waiting. */
     void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
+    size_t slot_bytes; /* payload per slot, for messages */
     double timeout_s;
     double spin_s;
 } orb_exec_env_t;

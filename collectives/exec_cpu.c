@@ -46,9 +46,14 @@ static int sig_equal(const orb_slot_hdr_t *a, const orb_slot_hdr_t *b)
            a->op == b->op && a->root == b->root;
 }
 
-/* Does lane ch of op j use connection (peer, dir)? Only asked for groups. */
+static int sync_pending(const orb_exec_op_t *o) { return o->sync_next >= 0 && !(o->sync_sent && o->sync_recvd); }
+
+/* Does lane ch of op j (or its handshake) still use connection (peer, dir)? Only asked for groups. */
 static int lane_uses(const orb_exec_op_t *o, int ch, int peer, int send_dir)
 {
+    if (ch == 0 && o->sync_next >= 0 &&
+        ((send_dir && !o->sync_sent && o->sync_next == peer) || (!send_dir && !o->sync_recvd && o->sync_prev == peer)))
+        return 1;
     const orb_lane_t *l = &o->plan->lanes[ch];
     for (size_t i = o->step[ch]; i < l->nsteps; i++) {
         int p = send_dir ? l->steps[i].send_peer : l->steps[i].recv_peer;
@@ -61,7 +66,8 @@ static int lane_uses(const orb_exec_op_t *o, int ch, int peer, int send_dir)
 static int conn_free_for(const orb_exec_op_t *ops, int i, int ch, int peer, int send_dir)
 {
     for (int j = 0; j < i; j++)
-        if (ch < ops[j].plan->nlanes && ops[j].step[ch] < ops[j].plan->lanes[ch].nsteps &&
+        if (((ch < ops[j].plan->nlanes && ops[j].step[ch] < ops[j].plan->lanes[ch].nsteps) ||
+             (ch == 0 && sync_pending(&ops[j]))) &&
             lane_uses(&ops[j], ch, peer, send_dir))
             return 0;
     return 1;
@@ -89,6 +95,47 @@ static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_exec_op_
     if (env->post_error)
         env->post_error(env->ctx, peer, ORB_ERR_MISMATCH, msg);
     return ORB_ERR_MISMATCH;
+}
+
+/* The handshake: returns pieces moved (>= 0) or a negative status. */
+static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, blocked_t *b, char *err,
+                         size_t errlen)
+{
+    orb_exec_op_t *o = &ops[i];
+    const size_t nch = (size_t)env->nchannels;
+    int moved = 0;
+    b->peer = -1;
+    if (!o->sync_sent && (nops == 1 || conn_free_for(ops, i, 0, o->sync_next, 1))) {
+        orb_conn_t *sc = &env->send[(size_t)o->sync_next * nch];
+        orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
+        if (sh) {
+            *sh = o->sig;
+            sh->nbytes = 0;
+            sh->step = UINT32_MAX;
+            sh->sender = env->rank;
+            sc->ops->send_post(sc);
+            o->sync_sent = 1;
+            moved++;
+        } else {
+            b->peer = o->sync_next;
+            b->for_data = 0;
+        }
+    }
+    if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
+        orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
+        orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+        if (rh) {
+            if (rh->nbytes != 0 || !sig_equal(rh, &o->sig))
+                return piece_mismatch(env, o, rh, 0, o->sync_prev, err, errlen);
+            rc->ops->recv_release(rc);
+            o->sync_recvd = 1;
+            moved++;
+        } else {
+            b->peer = o->sync_prev;
+            b->for_data = 1;
+        }
+    }
+    return moved;
 }
 
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
@@ -208,13 +255,18 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
         const orb_exec_op_t *o = &ops[i];
         char sig[160];
         orb_exec_describe_sig(&o->sig, sig, sizeof sig);
+        if (sync_pending(o)) {
+            n += (size_t)snprintf(buf + n, len - n, "%s%s: signature handshake waits for rank %d", n ? "; " : "", sig,
+                                  o->sync_sent ? o->sync_prev : o->sync_next);
+            continue;
+        }
         for (int ch = 0; ch < o->plan->nlanes && n < len; ch++) {
             const orb_lane_t *l = &o->plan->lanes[ch];
             if (o->step[ch] >= l->nsteps)
                 continue;
             const orb_step_t *s = &l->steps[o->step[ch]];
             size_t esz = orb_dtype_size(o->dtype);
-            size_t piece = env->send ? env->send[0].slot_bytes / esz : s->count;
+            size_t piece = env->slot_bytes / esz;
             if (piece == 0)
                 piece = 1;
             int peer = s->recv_peer >= 0 ? s->recv_peer : s->send_peer;
@@ -233,6 +285,8 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
     for (int i = 0; i < nops; i++)
         for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++)
             ops[i].step[ch] = ops[i].done[ch] = 0;
+    for (int i = 0; i < nops; i++)
+        ops[i].sync_sent = ops[i].sync_recvd = 0;
 
     int waiting[64];
     double idle_since = 0, last_check = 0;
@@ -241,6 +295,19 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
     for (;;) {
         int moved = 0, unfinished = 0, nwait = 0;
         for (int i = 0; i < nops; i++) {
+            if (sync_pending(&ops[i])) {
+                blocked_t b;
+                int m = sync_progress(env, ops, nops, i, &b, err, errlen);
+                if (m < 0)
+                    return (orb_status_t)m;
+                moved += m;
+                if (sync_pending(&ops[i])) {
+                    unfinished++;
+                    if (b.peer >= 0 && nwait < 64)
+                        waiting[nwait++] = b.peer;
+                    continue; /* the plan starts once the signatures agree */
+                }
+            }
             for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
                 if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps)
                     continue;
@@ -304,7 +371,7 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
             if (now - idle_since >= env->timeout_s) {
                 char what[1024];
                 describe_blocked(env, ops, nops, what, sizeof what);
-                snprintf(err, errlen, "rank %d: no progress for %.0f s (ORBIT_TIMEOUT): %s", env->rank,
+                snprintf(err, errlen, "rank %d: no progress for %g s (ORBIT_TIMEOUT): %s", env->rank,
                          env->timeout_s, what);
                 return ORB_ERR_TIMEOUT;
             }

@@ -143,6 +143,11 @@ static orb_status_t run_ops(struct orb_comm *c, orb_exec_op_t *ops, int n)
                              c->rank, orb_status_name(c->broken));
     if (atomic_load(&c->aborted))
         return orb_comm_fail(c, ORB_ERR_ABORTED, "rank %d: orb_comm_abort was called on this communicator", c->rank);
+    int32_t posted = atomic_load(&c->shm.self->err_status); /* a peer already failed the job */
+    if (posted != 0 && posted != ORB_ERR_IN_PROGRESS) {
+        c->broken = (orb_status_t)posted;
+        return orb_comm_fail(c, (orb_status_t)posted, "%s", c->shm.self->err_msg);
+    }
     char err[1536];
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (st != ORB_OK) {
@@ -319,6 +324,16 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
         op.dtype = ORB_UINT8;
         op.op = ORB_MAX;
         op.postdiv = 0;
+    }
+    op.sync_next = op.sync_prev = -1;
+    int rooted = k->coll == ORB_COLL_BROADCAST || k->coll == ORB_COLL_REDUCE || k->coll == ORB_COLL_GATHER;
+    int p2p = k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV;
+    if (c->check_signatures && c->nranks > 1 && !p2p && (rooted || k->count == 0)) {
+        int pos = 0;
+        while (c->ring[pos] != c->rank)
+            pos++;
+        op.sync_next = c->ring[(pos + 1) % c->nranks];
+        op.sync_prev = c->ring[(pos + c->nranks - 1) % c->nranks];
     }
     op.sig.seq = ++c->seq;
     op.sig.count = k->count;

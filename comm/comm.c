@@ -118,17 +118,20 @@ static void cb_sleep(void *ctx, uint32_t seen, double max_s)
     orb_shm_wait(&c->shm, seen, max_s);
 }
 
-static void cb_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
-{
-    struct orb_comm *c = ctx;
-    orb_shm_post_error(&c->shm, peer, st, msg);
-}
-
 static void tell_everyone(struct orb_comm *c, orb_status_t st, const char *msg)
 {
     for (int r = 0; r < c->nranks; r++)
         if (r != c->rank && c->shm.peers[r])
             orb_shm_post_error(&c->shm, r, st, msg);
+}
+
+/* A mismatch concerns every rank: those not talking to us directly would wait forever on
+ * ranks that gave up. The peer gets its own wording; the others get the same facts. */
+static void cb_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
+{
+    struct orb_comm *c = ctx;
+    orb_shm_post_error(&c->shm, peer, st, msg);
+    tell_everyone(c, st, msg);
 }
 
 static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err, size_t errlen)
@@ -399,7 +402,7 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
     c->env = (orb_exec_env_t){
         .rank = rank, .nranks = nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
         .send = c->send, .recv = c->recv, .ctx = c, .doorbell = cb_doorbell, .sleep = cb_sleep,
-        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s,
+        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
         .spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6,
     };
     if (live_add(c) != 0) {

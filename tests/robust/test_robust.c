@@ -1,0 +1,354 @@
+/* Failure behaviour, as real ranks under orbitrun:
+ *   test_robust mismatch   every pair of differing signatures -> ORB_ERR_MISMATCH on all ranks, < 2 s
+ *   test_robust timeout    a rank that sleeps -> ORB_ERR_TIMEOUT naming the call and the peer
+ *   test_robust abort      orb_comm_abort from another thread unblocks a waiting call
+ *   test_robust stranger   garbage on the bootstrap port during init does not disturb it
+ *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
+ *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
+ * Prints "N passed, N failed" (rank 0) for the first four. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orbit.h"
+
+static int rank, nranks;
+static int passed, failed;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static orb_comm_t init(void)
+{
+    orb_comm_t c;
+    orb_status_t st = orb_comm_init_env(&c);
+    if (st != ORB_OK) {
+        fprintf(stderr, "init failed: %s: %s\n", orb_status_name(st), orb_comm_last_error(NULL));
+        exit(1);
+    }
+    orb_comm_rank(c, &rank);
+    orb_comm_size(c, &nranks);
+    return c;
+}
+
+static void check(int ok, const char *what, const char *detail)
+{
+    if (ok)
+        passed++;
+    else {
+        failed++;
+        fprintf(stderr, "FAIL rank %d: %s: %s\n", rank, what, detail);
+    }
+}
+
+static int finish(void)
+{
+    /* a fresh communicator tallies the verdicts */
+    orb_comm_t c = init();
+    long mine[2] = {passed, failed}, all[2];
+    if (orb_allreduce(mine, all, 2, ORB_INT64, ORB_SUM, c, NULL) != ORB_OK) {
+        fprintf(stderr, "tally failed: %s\n", orb_comm_last_error(c));
+        return 1;
+    }
+    if (rank == 0)
+        printf("%ld passed, %ld failed\n", all[0], all[1]);
+    orb_comm_destroy(c);
+    return all[1] ? 1 : 0;
+}
+
+/* ---- mismatch ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int coll; /* 0 allreduce, 1 broadcast, 2 reduce, 3 allgather, 4 reduce_scatter, 5 gather, 6 skip */
+    size_t count;
+    orb_dtype_t dtype;
+    orb_op_t op;
+    int root;
+} call_sig_t;
+
+static orb_status_t call(orb_comm_t c, const call_sig_t *s, void *a, void *b)
+{
+    switch (s->coll) {
+    case 0:
+        return orb_allreduce(a, b, s->count, s->dtype, s->op, c, NULL);
+    case 1:
+        return orb_broadcast(a, b, s->count, s->dtype, s->root, c, NULL);
+    case 2:
+        return orb_reduce(a, b, s->count, s->dtype, s->op, s->root, c, NULL);
+    case 3:
+        return orb_allgather(a, b, s->count, s->dtype, c, NULL);
+    case 4:
+        return orb_reduce_scatter(a, b, s->count, s->dtype, s->op, c, NULL);
+    default:
+        return orb_gather(a, b, s->count, s->dtype, s->root, c, NULL);
+    }
+}
+
+static int mode_mismatch(void)
+{
+    /* rank 0 makes call A, every other rank call B */
+    static const call_sig_t cases[][2] = {
+        {{"allreduce", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"broadcast", 1, 64, ORB_FLOAT32, ORB_SUM, 0}},
+        {{"allreduce", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allgather", 3, 64, ORB_FLOAT32, ORB_SUM, 0}},
+        {{"allreduce count 64", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"count 65", 0, 65, ORB_FLOAT32, ORB_SUM, 0}},
+        {{"allreduce count 100000", 0, 100000, ORB_FLOAT32, ORB_SUM, 0}, {"count 1", 0, 1, ORB_FLOAT32, ORB_SUM, 0}},
+        {{"allreduce float32", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"int32", 0, 64, ORB_INT32, ORB_SUM, 0}},
+        {{"allreduce float32", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"float64", 0, 64, ORB_FLOAT64, ORB_SUM, 0}},
+        {{"allreduce sum", 0, 64, ORB_FLOAT32, ORB_SUM, 0}, {"max", 0, 64, ORB_FLOAT32, ORB_MAX, 0}},
+        {{"reduce root 0", 2, 64, ORB_FLOAT32, ORB_SUM, 0}, {"root 1", 2, 64, ORB_FLOAT32, ORB_SUM, 1}},
+        {{"broadcast root 0", 1, 64, ORB_FLOAT32, ORB_SUM, 0}, {"root 1", 1, 64, ORB_FLOAT32, ORB_SUM, 1}},
+        {{"gather root 0", 5, 64, ORB_FLOAT32, ORB_SUM, 0}, {"root 1", 5, 64, ORB_FLOAT32, ORB_SUM, 1}},
+        {{"reduce", 2, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allreduce", 0, 64, ORB_FLOAT32, ORB_SUM, 0}},
+        {{"reduce_scatter", 4, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allgather", 3, 64, ORB_FLOAT32, ORB_SUM, 0}},
+    };
+    const size_t ncases = sizeof cases / sizeof cases[0];
+    float *a = calloc(1 << 20, sizeof(float)), *b = calloc(1 << 20, sizeof(float));
+    for (size_t i = 0; i < ncases; i++) {
+        orb_comm_t c = init();
+        const call_sig_t *s = &cases[i][rank == 0 ? 0 : 1];
+        double t0 = now();
+        orb_status_t st = call(c, s, a, b);
+        /* A rank returns OK only if every piece it received carried its own signature (its
+         * output is right). If its neighbours agreed with it, it learns of the mismatch from
+         * the ranks that saw it, at its next call at the latest. */
+        orb_status_t first = st;
+        if (st == ORB_OK)
+            st = orb_barrier(c);
+        double took = now() - t0;
+        char detail[2048];
+        snprintf(detail, sizeof detail, "case \"%s\" vs \"%s\": got %s%s after %.2f s: %s", cases[i][0].name,
+                 cases[i][1].name, first == ORB_OK ? "OK, then " : "", orb_status_name(st), took,
+                 orb_comm_last_error(c));
+        check(st == ORB_ERR_MISMATCH && took < 2.0, "mismatch", detail);
+        if (rank == 0 && i == 0)
+            printf("example: %s\n", orb_comm_last_error(c));
+        orb_comm_destroy(c);
+    }
+    /* a skipped call: rank 0 makes one allreduce more than the others */
+    {
+        orb_comm_t c = init();
+        orb_status_t st = ORB_OK;
+        double t0 = now();
+        if (rank == 0)
+            st = orb_allreduce(a, b, 16, ORB_FLOAT32, ORB_SUM, c, NULL);
+        if (st == ORB_OK)
+            st = orb_broadcast(a, b, 16, ORB_FLOAT32, 0, c, NULL);
+        char detail[2048];
+        snprintf(detail, sizeof detail, "skipped call: got %s: %s", orb_status_name(st), orb_comm_last_error(c));
+        check(st == ORB_ERR_MISMATCH && now() - t0 < 2.0, "skipped call", detail);
+        orb_comm_destroy(c);
+    }
+    free(a);
+    free(b);
+    return finish();
+}
+
+/* ---- timeout ------------------------------------------------------------------------- */
+
+static int mode_timeout(void)
+{
+    setenv("ORBIT_TIMEOUT", "1.5", 1);
+    orb_comm_t c = init();
+    float x[4] = {1, 2, 3, 4}, y[4];
+    if (rank == nranks - 1) { /* the late rank: arrives after the others gave up */
+        sleep(4);
+        orb_status_t st = orb_allreduce(x, y, 4, ORB_FLOAT32, ORB_SUM, c, NULL);
+        check(st != ORB_OK, "late rank gets an error, not a hang", orb_comm_last_error(c));
+    } else {
+        double t0 = now();
+        orb_status_t st = orb_allreduce(x, y, 4, ORB_FLOAT32, ORB_SUM, c, NULL);
+        double took = now() - t0;
+        const char *msg = orb_comm_last_error(c);
+        if (rank == 0) /* waits on the sleeper itself */
+            check(st == ORB_ERR_TIMEOUT && took > 1.4 && took < 4 && strstr(msg, "allreduce #1") &&
+                      strstr(msg, "step") && strstr(msg, "waits for rank"),
+                  "timeout names call, step and peer", msg);
+        else /* waits on a rank that timed out: its timeout, or that rank leaving, whichever first */
+            check((st == ORB_ERR_TIMEOUT || st == ORB_ERR_PEER_LOST) && took < 4, "timeout or peer gone", msg);
+        if (rank == 0)
+            printf("example: %s\n", msg);
+    }
+    orb_comm_destroy(c);
+    unsetenv("ORBIT_TIMEOUT");
+    return finish();
+}
+
+/* ---- abort --------------------------------------------------------------------------- */
+
+static void *aborter(void *p)
+{
+    usleep(300000);
+    orb_comm_abort((orb_comm_t)p);
+    return NULL;
+}
+
+static int mode_abort(void)
+{
+    orb_comm_t c = init();
+    float x[4] = {1, 2, 3, 4}, y[4];
+    if (rank == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, aborter, c);
+        double t0 = now();
+        orb_status_t st = orb_allreduce(x, y, 4, ORB_FLOAT32, ORB_SUM, c, NULL);
+        double took = now() - t0;
+        pthread_join(t, NULL);
+        orb_status_t async = ORB_OK;
+        orb_comm_get_async_error(c, &async);
+        char detail[1700];
+        snprintf(detail, sizeof detail, "%s after %.2f s (async %s): %s", orb_status_name(st), took,
+                 orb_status_name(async), orb_comm_last_error(c));
+        check(st == ORB_ERR_ABORTED && took < 1.5 && async == ORB_ERR_ABORTED, "abort unblocks", detail);
+        st = orb_allreduce(x, y, 4, ORB_FLOAT32, ORB_SUM, c, NULL);
+        check(st == ORB_ERR_ABORTED, "calls after abort fail", orb_comm_last_error(c));
+        check(orb_comm_destroy(c) == ORB_OK, "destroy after abort", "");
+    } else { /* never joins the call: rank 0 must not depend on us to get out */
+        sleep(2);
+        orb_comm_destroy(c);
+    }
+    return finish();
+}
+
+/* ---- strangers on the bootstrap port ------------------------------------------------- */
+
+static void poke(const char *addr, int port, const void *bytes, size_t len, int keep_open)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    for (int i = 0; i < 100 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0; i++) {
+        close(fd);
+        usleep(20000);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+    }
+    if (len) {
+        ssize_t w = send(fd, bytes, len, MSG_NOSIGNAL);
+        (void)w;
+    }
+    if (!keep_open)
+        close(fd);
+}
+
+static int mode_stranger(void)
+{
+    const char *me = getenv("RANK"), *ws = getenv("WORLD_SIZE");
+    const char *addr = getenv("MASTER_ADDR"), *ps = getenv("MASTER_PORT");
+    int last = me && ws && atoi(me) == atoi(ws) - 1;
+    if (last && addr && ps) { /* knock on rank 0's door with junk before joining */
+        int port = atoi(ps);
+        unsigned char junk[256];
+        for (size_t i = 0; i < sizeof junk; i++)
+            junk[i] = (unsigned char)(i * 37 + 11);
+        const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        /* a well-formed header that announces 4 GiB */
+        uint32_t huge[4] = {0x4f524242u, 1u | (1u << 16), 0xffffffffu, 0};
+        uint32_t badver[4] = {0x4f524242u, 77u | (1u << 16), 16, 0};
+        poke(addr, port, junk, sizeof junk, 0);
+        poke(addr, port, http, sizeof http - 1, 0);
+        poke(addr, port, huge, sizeof huge, 0);
+        poke(addr, port, badver, sizeof badver, 0);
+        poke(addr, port, NULL, 0, 1); /* half-open: connects, never speaks, stays open */
+        poke(addr, port, junk, 3, 1);  /* starts a header and stalls */
+    }
+    double t0 = now();
+    orb_comm_t c = init();
+    double took = now() - t0;
+    float x[4] = {1, 2, 3, 4}, y[4];
+    orb_status_t st = orb_allreduce(x, y, 4, ORB_FLOAT32, ORB_SUM, c, NULL);
+    char detail[1700];
+    snprintf(detail, sizeof detail, "init took %.2f s, allreduce %s: %s", took, orb_status_name(st),
+             orb_comm_last_error(c));
+    check(st == ORB_OK && y[3] == 4.0f * (float)nranks && took < 5.0, "init undisturbed by strangers", detail);
+    orb_comm_destroy(c);
+    return finish();
+}
+
+/* ---- chaos --------------------------------------------------------------------------- */
+
+static int mode_chaos(unsigned seed)
+{
+    orb_comm_t c = init();
+    int victim = (int)(seed % (unsigned)nranks);
+    int when = (int)((seed * 7919u) % 150u) + 5;
+    size_t maxn = 1 << 16;
+    float *a = malloc(maxn * sizeof(float) * (size_t)nranks), *b = malloc(maxn * sizeof(float) * (size_t)nranks);
+    for (size_t i = 0; i < maxn * (size_t)nranks; i++)
+        a[i] = 1.0f;
+    for (int it = 0;; it++) {
+        if (rank == victim && it == when) {
+            printf("VICTIM %d %.6f\n", rank, now());
+            fflush(stdout);
+            if (seed & 1)
+                usleep(1000 * (seed % 50)); /* sometimes while the others are already waiting */
+            raise(SIGKILL);
+        }
+        size_t n = (size_t)1 << ((it * 5 + (int)seed) % 17);
+        orb_status_t st;
+        switch (it % 5) {
+        case 0:
+            st = orb_allreduce(a, b, n, ORB_FLOAT32, ORB_SUM, c, NULL);
+            break;
+        case 1:
+            st = orb_broadcast(a, b, n, ORB_FLOAT32, it % nranks, c, NULL);
+            break;
+        case 2:
+            st = orb_reduce(a, b, n, ORB_FLOAT32, ORB_MAX, (it / 5) % nranks, c, NULL);
+            break;
+        case 3:
+            st = orb_allgather(a, b, n, ORB_FLOAT32, c, NULL);
+            break;
+        default:
+            st = orb_barrier(c);
+        }
+        if (st != ORB_OK) {
+            const char *msg = orb_comm_last_error(c);
+            printf("SURVIVOR %d %s %.6f %s\n", rank, orb_status_name(st), now(), msg);
+            fflush(stdout);
+            return st == ORB_ERR_PEER_LOST ? 0 : 3;
+        }
+        if (it > 100000)
+            return 4; /* the victim never died: the driver will say so */
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_robust mismatch|timeout|abort|stranger|chaos SEED\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "mismatch"))
+        return mode_mismatch();
+    if (!strcmp(argv[1], "timeout"))
+        return mode_timeout();
+    if (!strcmp(argv[1], "abort"))
+        return mode_abort();
+    if (!strcmp(argv[1], "stranger"))
+        return mode_stranger();
+    if (!strcmp(argv[1], "forever")) { /* for the launcher-kill test */
+        orb_comm_t c = init();
+        float x = 1, y;
+        for (;;)
+            if (orb_allreduce(&x, &y, 1, ORB_FLOAT32, ORB_SUM, c, NULL) != ORB_OK)
+                return 1;
+    }
+    if (!strcmp(argv[1], "chaos") && argc > 2)
+        return mode_chaos((unsigned)strtoul(argv[2], NULL, 10));
+    fprintf(stderr, "test_robust: unknown mode %s\n", argv[1]);
+    return 2;
+}
