@@ -120,9 +120,27 @@ static void cb_sleep(void *ctx, uint32_t seen, double max_s)
 
 static void tell_everyone(struct orb_comm *c, orb_status_t st, const char *msg)
 {
-    for (int r = 0; r < c->nranks; r++)
-        if (r != c->rank && c->shm.peers[r])
+    for (int r = 0; r < c->nranks; r++) {
+        if (r == c->rank)
+            continue;
+        if (c->shm.peers[r])
             orb_shm_post_error(&c->shm, r, st, msg);
+        else if (c->net)
+            orb_net_post_error(c->net, r, st, msg);
+    }
+}
+
+static void cb_net_wake(void *arg)
+{
+    struct orb_comm *c = arg;
+    orb_shm_ring(c->shm.self);
+}
+
+static void cb_net_error(void *arg, int from, orb_status_t st, const char *msg)
+{
+    struct orb_comm *c = arg;
+    (void)from;
+    orb_shm_post_error(&c->shm, c->rank, st, msg); /* into our own box: the executor looks there */
 }
 
 /* A mismatch concerns every rank: those not talking to us directly would wait forever on
@@ -130,7 +148,10 @@ static void tell_everyone(struct orb_comm *c, orb_status_t st, const char *msg)
 static void cb_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
 {
     struct orb_comm *c = ctx;
-    orb_shm_post_error(&c->shm, peer, st, msg);
+    if (c->shm.peers[peer])
+        orb_shm_post_error(&c->shm, peer, st, msg);
+    else if (c->net)
+        orb_net_post_error(c->net, peer, st, msg);
     tell_everyone(c, st, msg);
 }
 
@@ -172,6 +193,17 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
         }
     }
     int lost = -1;
+    if (c->net && orb_net_check(c->net, &lost) != ORB_OK && lost >= 0) {
+        snprintf(err, errlen, "rank %d (on %s) closed its connection to rank %d: it died or left", lost,
+                 c->bs.cards[lost].hostname, c->rank);
+        char msg[512];
+        snprintf(msg, sizeof msg, "rank %d (on %s) died or left (noticed by rank %d)", lost, c->bs.cards[lost].hostname,
+                 c->rank);
+        tell_everyone(c, ORB_ERR_PEER_LOST, msg);
+        atomic_store(&c->async_error, ORB_ERR_PEER_LOST);
+        return ORB_ERR_PEER_LOST;
+    }
+    lost = -1;
     if (orb_bootstrap_check(&c->bs, &lost) != ORB_OK && lost >= 0 && !c->shm.peers[lost]) {
         snprintf(err, errlen, "rank %d (on %s) closed its connection to rank %d: it died or left", lost,
                  c->bs.cards[lost].hostname, c->rank);
@@ -276,6 +308,9 @@ static void comm_free(struct orb_comm *c)
     for (int i = 0; i < ORB_PLAN_CACHE; i++)
         if (c->cache[i].valid)
             orb_plan_free(&c->cache[i].plan);
+    orb_comm_topo_free(c);
+    orb_net_destroy(c->net); /* first: its thread rings the doorbell in shm */
+    c->net = NULL;
     orb_shm_destroy(&c->shm);
     orb_bootstrap_close(&c->bs);
     free(c->send);
@@ -294,6 +329,29 @@ static int read_int_param(orb_param_num_t id, int lo, int hi)
     if (v > hi)
         v = hi;
     return (int)v;
+}
+
+/* Rank order, grouped by host (hosts in order of their lowest rank), so that a ring crosses
+ * between hosts once per host. */
+static void ring_by_host(struct orb_comm *c)
+{
+    int k = 0;
+    char *placed = calloc((size_t)c->nranks, 1);
+    if (!placed) {
+        for (int r = 0; r < c->nranks; r++)
+            c->ring[r] = r;
+        return;
+    }
+    for (int r = 0; r < c->nranks; r++) {
+        if (placed[r])
+            continue;
+        for (int q = r; q < c->nranks; q++)
+            if (!placed[q] && c->bs.cards[q].host_id == c->bs.cards[r].host_id) {
+                c->ring[k++] = q;
+                placed[q] = 1;
+            }
+    }
+    free(placed);
 }
 
 orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id, int rank)
@@ -354,6 +412,13 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
     card.family = root_addr.ss.ss_family;
     gethostname(card.hostname, sizeof card.hostname - 1);
     snprintf(card.shm_name, sizeof card.shm_name, "%s", shm_name);
+    orb_net_callbacks_t ncb = {.wake = cb_net_wake, .on_error = cb_net_error, .arg = c};
+    st = orb_net_create(&c->net, rank, nranks, c->nchannels, c->nslots, c->slot_bytes, secret, &ncb, &card, err,
+                        sizeof err);
+    if (st != ORB_OK) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
+        goto fail;
+    }
     double init_timeout = orb_param_num(ORB_PARAM_INIT_TIMEOUT);
     st = orb_bootstrap_init(&c->bs, &id, nranks, rank, &card, init_timeout, err, sizeof err);
     if (st != ORB_OK) {
@@ -361,15 +426,8 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
         goto fail;
     }
     for (int r = 0; r < nranks; r++) {
-        if (r == rank)
-            continue;
-        if (c->bs.cards[r].host_id != card.host_id) {
-            orb_set_thread_error("orb_comm_init_rank: rank %d: rank %d runs on another host (%s); this build of orbit "
-                                 "connects ranks through shared memory only — run all ranks on one host",
-                                 rank, r, c->bs.cards[r].hostname);
-            st = ORB_ERR_UNSUPPORTED;
-            goto fail;
-        }
+        if (r == rank || c->bs.cards[r].host_id != card.host_id)
+            continue; /* other hosts: the network transport, below */
         st = orb_shm_attach(&c->shm, r, c->bs.cards[r].shm_name, err, sizeof err);
         if (st != ORB_OK) {
             orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
@@ -391,9 +449,29 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
         st = ORB_ERR_NO_MEMORY;
         goto fail;
     }
+    int *remote = malloc(sizeof(int) * (size_t)nranks), nremote = 0;
+    if (!remote) {
+        st = ORB_ERR_NO_MEMORY;
+        goto fail;
+    }
+    for (int r = 0; r < nranks; r++)
+        if (r != rank && !c->shm.peers[r])
+            remote[nremote++] = r;
+    st = orb_net_connect(c->net, c->bs.cards, remote, nremote, c->send, c->recv, orb_now() + init_timeout, err,
+                         sizeof err);
+    free(remote);
+    if (st != ORB_OK) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
+        goto fail;
+    }
+    ring_by_host(c); /* refined by the topology below */
+    st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, sizeof err);
+    if (st != ORB_OK) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
+        goto fail;
+    }
     for (int r = 0; r < nranks; r++) {
-        c->ring[r] = r;
-        if (r == rank)
+        if (r == rank || !c->shm.peers[r])
             continue;
         for (int ch = 0; ch < c->nchannels; ch++)
             orb_shm_connect(&c->shm, r, ch, &c->send[(size_t)r * (size_t)c->nchannels + (size_t)ch],

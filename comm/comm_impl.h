@@ -8,6 +8,8 @@
 #include "collectives/exec.h"
 #include "collectives/plan.h"
 #include "transport/bootstrap.h"
+#include "transport/net.h"
+#include "topo/topo.h"
 #include "transport/shm.h"
 
 #define ORB_COMM_MAGIC 0x4f52434du /* "ORCM" */
@@ -30,6 +32,9 @@ struct orb_comm {
     int check_signatures;
     orb_bootstrap_t bs;
     orb_shm_t shm;
+    orb_net_t *net; /* ranks on other hosts */
+    orb_topo_t *topo;
+    orb_topo_host_t *topo_host;
     orb_conn_t *send, *recv;
     int *ring;
     uint64_t seq;
@@ -52,6 +57,9 @@ orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt,
 orb_status_t orb_comm_check_handle(struct orb_comm *c, const char *fn);
 /* The plan for args (cached). */
 orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, const orb_plan_t **plan);
+/* Topology at init: fills c->ring (every rank the same), binds this rank. */
+orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err, size_t errlen);
+void orb_comm_topo_free(struct orb_comm *c);
 /* Error text for calls that have no communicator to hold it (init, bad handles). */
 void orb_set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

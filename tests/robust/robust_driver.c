@@ -7,6 +7,7 @@
  *       kill -9 the launcher of a running job: its ranks must be gone within 2 s.
  * Prints "N passed, N failed". */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,7 @@ static int launcher_kill(const char *orbitrun, const char *prog)
 {
     pid_t l = fork();
     if (l == 0) {
-        int devnull = open("/dev/null", 1);
+        int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);
         execl(orbitrun, orbitrun, "-n", "3", prog, "forever", (char *)NULL);

@@ -1,2 +1,0 @@
-/* placeholder: being written */
-typedef int orb_placeholder_t;
