@@ -100,8 +100,10 @@ const char *orb_comm_last_error(orb_comm_t comm);
 /* An error raised in the background (peer lost, abort), ORB_OK if none. */
 orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error);
 
-/* Collectives. In-place when sendbuf == recvbuf (for gather/allgather: when sendbuf
- * is the rank's own slot of recvbuf). */
+/* Collectives. In-place when sendbuf == recvbuf; for gather/allgather when sendbuf is the
+ * rank's own slot of recvbuf (recvbuf + rank * sendcount), for reduce_scatter when recvbuf is
+ * the rank's block of sendbuf (sendbuf + rank * recvcount), as in NCCL. Host buffers take a
+ * NULL stream, and the call returns when the result is in place. */
 orb_status_t orb_allreduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,
                            orb_op_t op, orb_comm_t comm, orb_stream_t stream);
 orb_status_t orb_broadcast(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,

@@ -1,0 +1,72 @@
+/* Fuzz target for every parser of bytes that arrive from the network: bootstrap message
+ * headers, hello bodies (rank cards), unique ids (binary and text), and the signatures in
+ * slot headers. The first byte picks the parser; the rest is the message.
+ * Built as a libFuzzer target with clang (-Dfuzz=enabled), and always as fuzz_replay, which
+ * runs the kept corpus and every past crash as a regression test. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collectives/exec.h"
+#include "transport/bootstrap.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    const uint8_t which = data[0] % 5;
+    data++;
+    size--;
+    char why[256];
+    static const uint8_t secret[ORB_SECRET_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    switch (which) {
+    case 0: { /* a message header, then (if it passes) its body as a hello */
+        orb_boot_hdr_t h;
+        if (size < sizeof h)
+            return 0;
+        memcpy(&h, data, sizeof h);
+        if (orb_boot_hdr_check(&h, ORB_BOOT_HELLO, sizeof(orb_boot_hello_t), why, sizeof why) == ORB_OK &&
+            h.len <= size - sizeof h)
+            orb_boot_hello_check(data + sizeof h, h.len, secret, 4, why, sizeof why);
+        break;
+    }
+    case 1: /* a hello body of any length, against several world sizes */
+        for (int n = 1; n <= 4096; n *= 8)
+            orb_boot_hello_check(data, size, secret, n, why, sizeof why);
+        break;
+    case 2: { /* a binary unique id */
+        orb_unique_id_t id;
+        memset(&id, 0, sizeof id);
+        memcpy(id.internal, data, size < sizeof id.internal ? size : sizeof id.internal);
+        orb_sockaddr_t a;
+        uint8_t s[ORB_SECRET_BYTES];
+        if (orb_id_decode(&id, &a, s) == ORB_OK) {
+            char buf[96];
+            orb_sockaddr_str(&a, buf, sizeof buf);
+        }
+        break;
+    }
+    case 3: { /* a unique id in text */
+        char str[2 * ORB_UNIQUE_ID_BYTES + 8];
+        size_t n = size < sizeof str - 1 ? size : sizeof str - 1;
+        memcpy(str, data, n);
+        str[n] = 0;
+        orb_unique_id_t id;
+        orb_unique_id_from_string(str, &id);
+        break;
+    }
+    default: { /* a slot header's signature, as a mismatch message would print it */
+        orb_slot_hdr_t h;
+        memset(&h, 0, sizeof h);
+        memcpy(&h, data, size < sizeof h ? size : sizeof h);
+        char buf[256];
+        orb_exec_describe_sig(&h, buf, sizeof buf);
+        if (!memchr(buf, 0, sizeof buf))
+            __builtin_trap();
+        break;
+    }
+    }
+    return 0;
+}
