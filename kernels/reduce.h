@@ -31,4 +31,9 @@ unsigned short orb_float_to_bf16(float f);
 /* Which implementation the kernels picked on this CPU ("f16c", "portable"). */
 const char *orb_kernel_half_impl(void);
 
+/* Tests and benchmarks: use one flavour from now on: "portable" (baseline ISA, float16 by
+ * bit manipulation), "f16c" (AVX2 + F16C) or "auto" / NULL (the best this CPU runs).
+ * ORB_ERR_UNSUPPORTED when this CPU or build lacks it. Do not call while kernels run. */
+orb_status_t orb_kernel_half_select(const char *impl);
+
 #endif

@@ -1,2 +1,96 @@
-/* placeholder: being written */
-typedef int orb_placeholder_t;
+/* Public CPU kernel entry points: pick a flavour once, then one table lookup per call. */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce.h"
+#include "reduce_impl.h"
+
+static _Atomic(const struct orb_kernel_set *) orb_kset;
+
+#ifdef ORB_KERNELS_HAVE_AVX2
+#include <cpuid.h>
+
+/* __builtin_cpu_supports checks that the OS saves the AVX state; clang 14 does not know
+ * "f16c" there, so that bit comes straight from CPUID leaf 1. */
+static bool orb_cpu_has_avx2_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return false;
+    return (ecx & bit_F16C) != 0;
+}
+#endif
+
+static const struct orb_kernel_set *orb_kernel_pick(void)
+{
+#ifdef ORB_KERNELS_HAVE_AVX2
+    if (orb_cpu_has_avx2_f16c())
+        return &orb_kernels_avx2;
+#endif
+    return &orb_kernels_portable;
+}
+
+/* Racing first callers compute the same answer, so a relaxed store is enough. */
+static inline const struct orb_kernel_set *orb_kernel_set(void)
+{
+    const struct orb_kernel_set *s = atomic_load_explicit(&orb_kset, memory_order_relaxed);
+    if (s == NULL) {
+        s = orb_kernel_pick();
+        atomic_store_explicit(&orb_kset, s, memory_order_relaxed);
+    }
+    return s;
+}
+
+void orb_kernel_reduce(void *dst1, void *dst2, const void *a, const void *b, size_t n,
+                       orb_dtype_t dtype, orb_op_t op, int postdiv)
+{
+    if (n == 0 || (unsigned)dtype >= ORB_NUM_DTYPES || (unsigned)op >= ORB_NUM_OPS)
+        return;
+    if (dst2 == dst1)
+        dst2 = NULL;
+    int kop = op == ORB_AVG ? ORB_KOP_SUM : (int)op; /* ORB_SUM..ORB_MAX match ORB_KOP_* */
+    orb_kernel_set()->loop[dtype][kop](dst1, dst2, a, b, n, postdiv);
+}
+
+void orb_kernel_copy(void *dst1, void *dst2, const void *src, size_t n, orb_dtype_t dtype,
+                     int postdiv)
+{
+    if (n == 0 || (unsigned)dtype >= ORB_NUM_DTYPES)
+        return;
+    if (dst2 == dst1)
+        dst2 = NULL;
+    if (postdiv > 1) {
+        orb_kernel_set()->loop[dtype][ORB_KOP_FIRST](dst1, dst2, src, src, n, postdiv);
+        return;
+    }
+    size_t bytes = n * orb_dtype_size(dtype);
+    if (dst1 != src)
+        memcpy(dst1, src, bytes);
+    if (dst2 != NULL && dst2 != src)
+        memcpy(dst2, src, bytes);
+}
+
+const char *orb_kernel_half_impl(void)
+{
+    return orb_kernel_set()->half_impl;
+}
+
+orb_status_t orb_kernel_half_select(const char *impl)
+{
+    const struct orb_kernel_set *s = NULL;
+    if (impl == NULL || strcmp(impl, "auto") == 0)
+        s = orb_kernel_pick();
+    else if (strcmp(impl, "portable") == 0)
+        s = &orb_kernels_portable;
+#ifdef ORB_KERNELS_HAVE_AVX2
+    else if (strcmp(impl, "f16c") == 0 && orb_kernel_pick() == &orb_kernels_avx2)
+        s = &orb_kernels_avx2;
+#endif
+    if (s == NULL)
+        return ORB_ERR_UNSUPPORTED;
+    atomic_store_explicit(&orb_kset, s, memory_order_relaxed);
+    return ORB_OK;
+}
