@@ -23,6 +23,56 @@ static inline void orb_split(size_t count, int nparts, int i, size_t *beg, size_
     *end = *beg + q + (ui < r ? 1 : 0);
 }
 
+static inline orb_step_t orb_step_make(orb_step_kind_t kind, orb_buf_t src_buf, int send_peer,
+                                       int recv_peer, size_t src_off, size_t dst_off, size_t count,
+                                       unsigned flags)
+{
+    orb_step_t s = {0};
+    s.kind = (uint8_t)kind;
+    s.src_buf = (uint8_t)src_buf;
+    s.flags = (uint8_t)flags;
+    s.send_peer = send_peer;
+    s.recv_peer = recv_peer;
+    s.src_off = src_off;
+    s.dst_off = dst_off;
+    s.count = count;
+    return s;
+}
+
+/* Appends s to lane unless an earlier push failed; *st keeps the first failure. */
+static inline void orb_emit(orb_lane_t *lane, orb_status_t *st, orb_step_t s)
+{
+    if (*st == ORB_OK)
+        *st = orb_lane_push(lane, &s);
+}
+
+/* Rooted collectives (and the peer of send/recv) need a root inside the communicator. */
+static inline int orb_root_valid(const orb_plan_args_t *a)
+{
+    return a->root >= 0 && a->root < a->nranks;
+}
+
+/* In-order binary tree over positions 0..n-1 (see tree.c): the parent and up to two
+ * children of pos, -1 where absent. Even positions are leaves, odd ones interior. */
+void orb_tree_links(int n, int pos, int *parent, int *child0, int *child1);
+
+/* Pipeline lag of the tree all-reduce: chunks a node sends up before it waits for the
+ * first one to come back down (see tree.c). */
+int orb_tree_lag(int n);
+
 orb_status_t orb_ring_allreduce(orb_plan_t *plan);
+orb_status_t orb_ring_allgather(orb_plan_t *plan);
+orb_status_t orb_ring_reduce_scatter(orb_plan_t *plan);
+orb_status_t orb_ring_broadcast(orb_plan_t *plan);
+orb_status_t orb_ring_reduce(orb_plan_t *plan);
+orb_status_t orb_ring_gather(orb_plan_t *plan);
+
+orb_status_t orb_direct_send(orb_plan_t *plan);
+orb_status_t orb_direct_recv(orb_plan_t *plan);
+orb_status_t orb_direct_gather(orb_plan_t *plan);
+
+orb_status_t orb_tree_allreduce(orb_plan_t *plan);
+orb_status_t orb_tree_broadcast(orb_plan_t *plan);
+orb_status_t orb_tree_reduce(orb_plan_t *plan);
 
 #endif

@@ -279,6 +279,43 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
     }
 }
 
+/* Move everything that can move: each operation's handshake, then (once its signatures
+ * agree) its lanes. Counts what moved and what is unfinished, and whom the blocked wait for. */
+static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int *moved, int *unfinished,
+                             int *waiting, int *nwait, char *err, size_t errlen)
+{
+    for (int i = 0; i < nops; i++) {
+        if (sync_pending(&ops[i])) {
+            blocked_t b;
+            int m = sync_progress(env, ops, nops, i, &b, err, errlen);
+            if (m < 0)
+                return (orb_status_t)m;
+            *moved += m;
+            if (sync_pending(&ops[i])) {
+                (*unfinished)++;
+                if (b.peer >= 0 && *nwait < 64)
+                    waiting[(*nwait)++] = b.peer;
+                continue; /* the plan starts once the signatures agree */
+            }
+        }
+        for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
+            if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps)
+                continue;
+            blocked_t b;
+            int m = lane_progress(env, ops, nops, i, ch, &b, err, errlen);
+            if (m < 0)
+                return (orb_status_t)m;
+            *moved += m;
+            if (ops[i].step[ch] < ops[i].plan->lanes[ch].nsteps) {
+                (*unfinished)++;
+                if (b.peer >= 0 && *nwait < 64)
+                    waiting[(*nwait)++] = b.peer;
+            }
+        }
+    }
+    return ORB_OK;
+}
+
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
                           size_t errlen)
 {
@@ -294,35 +331,9 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
     uint32_t seen = 0;
     for (;;) {
         int moved = 0, unfinished = 0, nwait = 0;
-        for (int i = 0; i < nops; i++) {
-            if (sync_pending(&ops[i])) {
-                blocked_t b;
-                int m = sync_progress(env, ops, nops, i, &b, err, errlen);
-                if (m < 0)
-                    return (orb_status_t)m;
-                moved += m;
-                if (sync_pending(&ops[i])) {
-                    unfinished++;
-                    if (b.peer >= 0 && nwait < 64)
-                        waiting[nwait++] = b.peer;
-                    continue; /* the plan starts once the signatures agree */
-                }
-            }
-            for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
-                if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps)
-                    continue;
-                blocked_t b;
-                int m = lane_progress(env, ops, nops, i, ch, &b, err, errlen);
-                if (m < 0)
-                    return (orb_status_t)m;
-                moved += m;
-                if (ops[i].step[ch] < ops[i].plan->lanes[ch].nsteps) {
-                    unfinished++;
-                    if (b.peer >= 0 && nwait < 64)
-                        waiting[nwait++] = b.peer;
-                }
-            }
-        }
+        orb_status_t pst = one_pass(env, ops, nops, &moved, &unfinished, waiting, &nwait, err, errlen);
+        if (pst != ORB_OK)
+            return pst;
         if (!unfinished)
             return ORB_OK;
         if (moved) {
@@ -355,16 +366,12 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
             orb_status_t st = env->check(env->ctx, waiting, nwait, err, errlen);
             if (st != ORB_OK) {
                 /* Data posted before the peer left is still ours to take: look once more. */
-                int again = 0;
-                for (int i = 0; i < nops && !again; i++)
-                    for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
-                        blocked_t b;
-                        if (ops[i].step[ch] < ops[i].plan->lanes[ch].nsteps &&
-                            lane_progress(env, ops, nops, i, ch, &b, err, errlen) > 0)
-                            again = 1;
-                    }
-                if (!again)
+                int again = 0, still = 0, nw = 0;
+                char err2[256];
+                if (one_pass(env, ops, nops, &again, &still, waiting, &nw, err2, sizeof err2) != ORB_OK || !again)
                     return st;
+                if (!still)
+                    return ORB_OK;
                 idle_passes = 0;
                 continue;
             }

@@ -80,6 +80,9 @@ void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size
     case ORB_COLL_RECV:
         in = 0;
         break;
+    case ORB_COLL_BARRIER:
+        in = out = 1; /* a 1-element all-reduce on the executor's own buffer */
+        break;
     default:
         break;
     }
@@ -95,7 +98,14 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
     if ((unsigned)coll >= ORB_NUM_COLLS || (unsigned)algo >= ORB_NUM_ALGOS)
         return NULL;
     static const orb_algo_build_fn table[ORB_NUM_COLLS][ORB_NUM_ALGOS] = {
-        [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce},
+        [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce, [ORB_ALGO_TREE] = orb_tree_allreduce},
+        [ORB_COLL_BROADCAST] = {[ORB_ALGO_RING] = orb_ring_broadcast, [ORB_ALGO_TREE] = orb_tree_broadcast},
+        [ORB_COLL_REDUCE] = {[ORB_ALGO_RING] = orb_ring_reduce, [ORB_ALGO_TREE] = orb_tree_reduce},
+        [ORB_COLL_GATHER] = {[ORB_ALGO_RING] = orb_ring_gather, [ORB_ALGO_DIRECT] = orb_direct_gather},
+        [ORB_COLL_ALLGATHER] = {[ORB_ALGO_RING] = orb_ring_allgather},
+        [ORB_COLL_REDUCE_SCATTER] = {[ORB_ALGO_RING] = orb_ring_reduce_scatter},
+        [ORB_COLL_SEND] = {[ORB_ALGO_DIRECT] = orb_direct_send},
+        [ORB_COLL_RECV] = {[ORB_ALGO_DIRECT] = orb_direct_recv},
         [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce},
     };
     return table[coll][algo];

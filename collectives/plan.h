@@ -124,6 +124,31 @@ void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size
 /* Which algorithms implement which collective (ORB_ERR_UNSUPPORTED otherwise). */
 int orb_plan_algo_supported(orb_coll_t coll, orb_algo_t algo);
 
+/* Non-roots of reduce and gather have no output of their own. A plan that needs room there
+ * (a tree node combining two children, a chain rank forwarding others' blocks) sets
+ * out_count > 0 on such a rank; the executor then gives it out_count elements of scratch in
+ * place of the user's recvbuf. Everywhere else the output is the user's recvbuf. */
+static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
+{
+    const orb_plan_args_t *a = &plan->args;
+    return (a->coll == ORB_COLL_REDUCE || a->coll == ORB_COLL_GATHER) && a->rank != a->root &&
+           plan->out_count > 0;
+}
+
+/* Fewest slots per FIFO with which the plans of (coll, algo) are deadlock-free when every
+ * step fits in one slot (chunk_elems <= slot_elems, as the tuner ensures). A ring's ranks
+ * each put a step in the FIFO to the next rank before any of them receives, and a fused
+ * recv-and-send step needs a free outgoing slot: with one slot the cycle is full and
+ * stuck. In general a ring needs one slot more than the pieces of a step. Chains, trees
+ * and direct plans have no such cycle and need one slot whatever the slot size. */
+static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
+{
+    int cyclic = algo == ORB_ALGO_RING &&
+                 (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
+                  coll == ORB_COLL_REDUCE_SCATTER);
+    return cyclic ? 2 : 1;
+}
+
 const char *orb_coll_name(orb_coll_t coll);
 const char *orb_algo_name(orb_algo_t algo);
 const char *orb_step_kind_name(orb_step_kind_t kind);

@@ -4,27 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/tuner.h"
 #include "comm/comm_impl.h"
 #include "core/log.h"
 #include "core/param.h"
 
-/* ---- plans -------------------------------------------------------------------------- */
+/* ---- plans ------------------------------------------------------------------------- */
 
-static int args_equal(const orb_plan_args_t *a, const orb_plan_args_t *b)
+static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b)
 {
-    return a->coll == b->coll && a->algo == b->algo && a->nranks == b->nranks && a->rank == b->rank &&
-           a->root == b->root && a->count == b->count && a->op == b->op && a->chunk_elems == b->chunk_elems &&
-           a->nchannels == b->nchannels && a->ring == b->ring;
+    return a->coll == b->coll && a->count == b->count && a->elem_size == b->elem_size && a->root == b->root &&
+           a->op == b->op;
 }
 
-orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, const orb_plan_t **plan)
+/* The tuner runs once per call shape (ORBIT_ALGO / ORBIT_CHUNK_BYTES are read then): the
+ * 8-byte path is a cache hit, not a model evaluation. */
+orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
+                           char *why, size_t whylen)
 {
     int victim = 0;
     for (int i = 0; i < ORB_PLAN_CACHE; i++) {
         orb_plan_cache_entry_t *e = &c->cache[i];
-        if (e->valid && args_equal(&e->key, args)) {
+        if (e->valid && key_equal(&e->key, key)) {
             e->used = ++c->plan_clock;
-            *plan = &e->plan;
+            *entry = e;
             return ORB_OK;
         }
         if (!e->valid || e->used < c->cache[victim].used)
@@ -32,17 +35,33 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, cons
         if (!e->valid)
             break;
     }
+    orb_tuner_choice_t ch;
+    orb_status_t st = orb_tuner_choose(key->coll, key->count, key->elem_size, c->nranks, NULL, c->slot_bytes,
+                                       c->nchannels, &ch);
+    if (st != ORB_OK) {
+        snprintf(why, whylen, "%s", ch.reason);
+        return st;
+    }
     orb_plan_cache_entry_t *e = &c->cache[victim];
     if (e->valid)
         orb_plan_free(&e->plan);
     e->valid = 0;
-    orb_status_t st = orb_plan_build(&e->plan, args);
-    if (st != ORB_OK)
+    orb_plan_args_t args = {
+        .coll = key->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = key->root,
+        .count = key->count, .op = key->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels,
+        .ring = c->ring,
+    };
+    st = orb_plan_build(&e->plan, &args);
+    if (st != ORB_OK) {
+        snprintf(why, whylen, "cannot build the %s plan (%s)", orb_algo_name(ch.algo), orb_strerror(st));
         return st;
-    e->key = *args;
+    }
+    e->key = *key;
+    e->predicted_us = ch.predicted_us;
+    snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
     e->valid = 1;
     e->used = ++c->plan_clock;
-    *plan = &e->plan;
+    *entry = e;
     return ORB_OK;
 }
 
@@ -241,43 +260,6 @@ static orb_status_t validate(struct orb_comm *c, const call_t *k, size_t in_coun
     return ORB_OK;
 }
 
-/* Until the tuner is wired: ring where it exists, else direct, else tree. */
-typedef struct {
-    orb_algo_t algo;
-    size_t chunk_elems;
-    int nchannels;
-    double predicted_us;
-    char reason[128];
-} choice_t;
-
-static orb_status_t choose(struct orb_comm *c, orb_coll_t coll, size_t count, size_t esz, choice_t *ch)
-{
-    (void)count;
-    memset(ch, 0, sizeof *ch);
-    const char *want = orb_param_str(ORB_PARAM_S_ALGO);
-    orb_algo_t order[4] = {ORB_ALGO_RING, ORB_ALGO_DIRECT, ORB_ALGO_TREE, ORB_ALGO_RING};
-    int n = 3;
-    if (!strcmp(want, "tree"))
-        order[0] = ORB_ALGO_TREE, order[2] = ORB_ALGO_RING;
-    ch->algo = ORB_NUM_ALGOS;
-    for (int i = 0; i < n; i++)
-        if (orb_plan_algo_supported(coll, order[i])) {
-            ch->algo = order[i];
-            break;
-        }
-    if (ch->algo == ORB_NUM_ALGOS) {
-        snprintf(ch->reason, sizeof ch->reason, "no plan implements %s", orb_coll_name(coll));
-        return ORB_ERR_UNSUPPORTED;
-    }
-    size_t chunk = c->slot_bytes;
-    double forced = orb_param_num(ORB_PARAM_CHUNK_BYTES);
-    if (forced >= 1 && forced < (double)chunk)
-        chunk = (size_t)forced;
-    ch->chunk_elems = chunk / esz ? chunk / esz : 1;
-    ch->nchannels = ch->algo == ORB_ALGO_TREE ? 2 : 1;
-    return ORB_OK;
-}
-
 static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t stream)
 {
     const char *fn = fn_name(k->coll);
@@ -298,22 +280,18 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
         return st;
 
     size_t esz = orb_dtype_size(k->dtype);
-    choice_t ch;
-    st = choose(c, k->coll, k->count, esz, &ch);
+    orb_call_key_t key = {k->coll, k->count, esz, k->root, k->op};
+    if (k->coll == ORB_COLL_BARRIER)
+        key.elem_size = 1;
+    const orb_plan_cache_entry_t *entry;
+    char why[256] = "";
+    st = orb_comm_plan(c, &key, &entry, why, sizeof why);
     if (st != ORB_OK)
-        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, ch.reason);
-    orb_plan_args_t args = {
-        .coll = k->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = k->root,
-        .count = k->count, .op = k->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels, .ring = c->ring,
-    };
-    const orb_plan_t *plan;
-    st = orb_comm_plan(c, &args, &plan);
-    if (st != ORB_OK)
-        return orb_comm_fail(c, st, "%s: rank %d: cannot build the %s plan (%s)", fn, c->rank, orb_algo_name(ch.algo),
-                             orb_strerror(st));
-    ORB_TRACE("%s #%llu count %zu: %s, chunk %zu, %d channels, predicted %.1f us", fn,
-              (unsigned long long)c->seq + 1, k->count, orb_algo_name(ch.algo), ch.chunk_elems, ch.nchannels,
-              ch.predicted_us);
+        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, why);
+    const orb_plan_t *plan = &entry->plan;
+    ORB_INFO("%s #%llu count %zu %s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)", fn,
+             (unsigned long long)c->seq + 1, k->count, orb_dtype_name(k->dtype), orb_algo_name(plan->args.algo),
+             plan->args.chunk_elems, plan->nlanes, plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
 
     orb_exec_op_t op = {
         .plan = plan, .in = k->sendbuf, .out = k->recvbuf, .dtype = k->dtype,

@@ -152,6 +152,7 @@ static void cb_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
         orb_shm_post_error(&c->shm, peer, st, msg);
     else if (c->net)
         orb_net_post_error(c->net, peer, st, msg);
+    orb_shm_post_error(&c->shm, c->rank, st, msg); /* our box tells why we leave */
     tell_everyone(c, st, msg);
 }
 
@@ -182,11 +183,25 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
             continue;
         const orb_card_t *cd = &c->bs.cards[p];
         if (!atomic_load(&c->shm.peers[p]->closed) && !orb_proc_alive(cd->pid, cd->pid_start)) {
+            /* A survivor that reported a loss and exited is not the loss: whoever noticed
+             * first posted it to us before leaving, so the box names the rank that died. */
+            posted = atomic_load(&c->shm.self->err_status);
+            if (posted != 0 && posted != ORB_ERR_IN_PROGRESS) {
+                snprintf(err, errlen, "%s", c->shm.self->err_msg);
+                return (orb_status_t)posted;
+            }
+            /* ... or it left before its message reached us: its own box says why it left. */
+            int32_t theirs = atomic_load(&c->shm.peers[p]->err_status);
+            if (theirs != 0 && theirs != ORB_ERR_IN_PROGRESS) {
+                snprintf(err, errlen, "%s", c->shm.peers[p]->err_msg);
+                return (orb_status_t)theirs;
+            }
             snprintf(err, errlen, "rank %d (pid %d on %s) died while rank %d waited in a collective", p,
                      cd->pid, cd->hostname, c->rank);
             char msg[512];
             snprintf(msg, sizeof msg, "rank %d (pid %d on %s) died (noticed by rank %d)", p, cd->pid,
                      cd->hostname, c->rank);
+            orb_shm_post_error(&c->shm, c->rank, ORB_ERR_PEER_LOST, msg); /* our box tells why we leave */
             tell_everyone(c, ORB_ERR_PEER_LOST, msg);
             atomic_store(&c->async_error, ORB_ERR_PEER_LOST);
             return ORB_ERR_PEER_LOST;
@@ -199,6 +214,7 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
         char msg[512];
         snprintf(msg, sizeof msg, "rank %d (on %s) died or left (noticed by rank %d)", lost, c->bs.cards[lost].hostname,
                  c->rank);
+        orb_shm_post_error(&c->shm, c->rank, ORB_ERR_PEER_LOST, msg);
         tell_everyone(c, ORB_ERR_PEER_LOST, msg);
         atomic_store(&c->async_error, ORB_ERR_PEER_LOST);
         return ORB_ERR_PEER_LOST;

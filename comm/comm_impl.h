@@ -15,9 +15,20 @@
 #define ORB_COMM_MAGIC 0x4f52434du /* "ORCM" */
 #define ORB_PLAN_CACHE 16
 
+/* What a call looks like to the tuner; the cache maps it to the tuner's choice and the plan. */
 typedef struct {
-    orb_plan_args_t key;
+    orb_coll_t coll;
+    size_t count;
+    size_t elem_size;
+    int root;
+    orb_op_t op;
+} orb_call_key_t;
+
+typedef struct {
+    orb_call_key_t key;
     orb_plan_t plan;
+    double predicted_us;
+    char reason[160];
     uint64_t used;
     int valid;
 } orb_plan_cache_entry_t;
@@ -55,8 +66,9 @@ orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 /* ORB_OK if c is a live communicator; otherwise fills the thread's error. */
 orb_status_t orb_comm_check_handle(struct orb_comm *c, const char *fn);
-/* The plan for args (cached). */
-orb_status_t orb_comm_plan(struct orb_comm *c, const orb_plan_args_t *args, const orb_plan_t **plan);
+/* The tuner's choice and the plan for a call (cached per call shape). */
+orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
+                           char *why, size_t whylen);
 /* Topology at init: fills c->ring (every rank the same), binds this rank. */
 orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err, size_t errlen);
 void orb_comm_topo_free(struct orb_comm *c);

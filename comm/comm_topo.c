@@ -2,6 +2,7 @@
  * device, the descriptions are all-gathered, and each host's ranks are placed by the same
  * deterministic search, so every rank computes the same ring. Hosts are chained in the order
  * of their lowest rank, each host's ranks in its own ring order. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,16 @@ typedef struct {
     int32_t pad;
 } rank_desc_t;
 
+/* hwloc's discovery goes through libudev, whose global state is not thread-safe: ranks that
+ * are threads of one process (orb_comm_init_all) load and free topologies one at a time. */
+static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void orb_comm_topo_free(struct orb_comm *c)
 {
     orb_topo_host_free(c->topo_host);
+    pthread_mutex_lock(&topo_lock);
     orb_topo_free(c->topo);
+    pthread_mutex_unlock(&topo_lock);
     c->topo_host = NULL;
     c->topo = NULL;
 }
@@ -36,7 +43,9 @@ orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err
         free(mine);
         return ORB_ERR_NO_MEMORY;
     }
+    pthread_mutex_lock(&topo_lock);
     orb_status_t st = orb_topo_load(NULL, &c->topo);
+    pthread_mutex_unlock(&topo_lock);
     if (st != ORB_OK) {
         snprintf(err, errlen, "cannot load the topology (ORBIT_TOPO_FILE=\"%s\"): %s",
                  orb_param_str(ORB_PARAM_S_TOPO_FILE), orb_strerror(st));

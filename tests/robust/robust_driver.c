@@ -42,6 +42,12 @@ static int chaos_run(const char *orbitrun, const char *prog, int seed, int nrank
     int victim = -1, survivors = 0, good = 0;
     double tv = 0, worst = 0;
     char bad[4096] = "";
+    /* Lines of different ranks may arrive in any order: collect, then judge. */
+    struct {
+        char status[64];
+        double t;
+        char body[1024];
+    } surv[64];
     while (fgets(line, sizeof line, p)) {
         int r, v;
         double t;
@@ -51,17 +57,22 @@ static int chaos_run(const char *orbitrun, const char *prog, int seed, int nrank
         if (sscanf(body, "VICTIM %d %lf", &v, &t) == 2) {
             victim = v;
             tv = t;
-        } else if (sscanf(body, "SURVIVOR %d %63s %lf", &r, status, &t) == 3) {
+        } else if (sscanf(body, "SURVIVOR %d %63s %lf", &r, status, &t) == 3 && survivors < 64) {
+            snprintf(surv[survivors].status, sizeof surv[survivors].status, "%s", status);
+            surv[survivors].t = t;
+            snprintf(surv[survivors].body, sizeof surv[survivors].body, "%.1000s", body);
             survivors++;
-            char want[32];
-            snprintf(want, sizeof want, "rank %d", victim);
-            if (!strcmp(status, "ORB_ERR_PEER_LOST") && victim >= 0 && strstr(body, want)) {
-                good++;
-                if (t - tv > worst)
-                    worst = t - tv;
-            } else if (!bad[0]) {
-                snprintf(bad, sizeof bad, "%s", body);
-            }
+        }
+    }
+    char want[32];
+    snprintf(want, sizeof want, "rank %d ", victim);
+    for (int i = 0; i < survivors; i++) {
+        if (!strcmp(surv[i].status, "ORB_ERR_PEER_LOST") && victim >= 0 && strstr(surv[i].body, want)) {
+            good++;
+            if (surv[i].t - tv > worst)
+                worst = surv[i].t - tv;
+        } else if (!bad[0]) {
+            snprintf(bad, sizeof bad, "%s", surv[i].body);
         }
     }
     int rc = pclose(p);

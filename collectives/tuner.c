@@ -1,0 +1,228 @@
+/* Alpha-beta tuner. Symbols: S bytes of the call (count * elem_size: the per-rank block for
+ * gather, allgather and reduce_scatter), n ranks, C channels, c chunk bytes, s = S / C bytes
+ * per lane, K = ceil(s / c) chunks per lane, R = ceil(s / (n c)) ring rounds per lane,
+ * d = floor(log2 n) tree depth, alpha (us) and beta (bytes/us). Channels share the link, so
+ * one chunk on a lane takes C c / beta; each channel beyond the first costs one alpha more
+ * (its own start and completion). */
+#include "tuner.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "core/param.h"
+
+orb_link_cost_t orb_tuner_shm_link(void)
+{
+    orb_link_cost_t l = {ORB_TUNER_SHM_ALPHA_US, ORB_TUNER_SHM_BETA_GBPS};
+    return l;
+}
+
+static double ceil_div(double a, double b) { return a <= 0 ? 0 : ceil(a / b); }
+
+static int tree_depth(int n)
+{
+    int d = 0;
+    while ((2 << d) <= n)
+        d++;
+    return d;
+}
+
+double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                         const orb_link_cost_t *link, size_t chunk_elems, int nchannels)
+{
+    if (!orb_plan_algo_supported(coll, algo) || nranks < 1 || nchannels < 1 || chunk_elems < 1)
+        return -1;
+    const orb_link_cost_t def = orb_tuner_shm_link();
+    if (!link)
+        link = &def;
+    if (coll == ORB_COLL_BARRIER) {
+        count = 1;
+        elem_size = 1;
+    }
+    const double a = link->alpha_us, b = link->beta_gbps * 1e3; /* GB/s -> bytes/us */
+    const double n = nranks, C = nchannels, S = (double)count * (double)elem_size;
+    if (S == 0)
+        return 0;
+    const double s = S / C;
+    const double c = fmin((double)chunk_elems * (double)elem_size, s);
+    const double K = ceil_div(s, c), d = tree_depth(nranks);
+    const double hop = a + C * c / b; /* one chunk over one link */
+    const double chan = (C - 1) * a;
+    if (nranks == 1)
+        return (coll == ORB_COLL_SEND || coll == ORB_COLL_RECV) ? 0 : K * hop + chan;
+
+    switch (algo) {
+    case ORB_ALGO_RING:
+        switch (coll) {
+        case ORB_COLL_ALLREDUCE:
+        case ORB_COLL_BARRIER:
+            return 2 * (n - 1) * ceil_div(s, n * c) * a + 2 * (n - 1) / n * S / b + chan;
+        case ORB_COLL_ALLGATHER:
+        case ORB_COLL_REDUCE_SCATTER:
+            return (n - 1) * K * a + (n - 1) * S / b + chan;
+        case ORB_COLL_BROADCAST:
+        case ORB_COLL_REDUCE:
+            return (n - 2 + K) * hop + chan;
+        case ORB_COLL_GATHER:
+            return ((n - 1) * K + n - 2) * hop + chan;
+        default:
+            return -1;
+        }
+    case ORB_ALGO_TREE:
+        if (coll == ORB_COLL_ALLREDUCE) /* busiest node: 4 steps a chunk in one tree, 3 on average in two */
+            return (2 * d + (nchannels == 1 ? 4 : 3) * K) * hop + chan;
+        return 2 * (d + K - 1) * hop + chan; /* an interior node sends every chunk twice */
+    case ORB_ALGO_DIRECT:
+        if (coll == ORB_COLL_GATHER)
+            return (n - 1) * K * hop + chan; /* the root takes n-1 blocks, one after the other */
+        return K * hop + chan;
+    default:
+        return -1;
+    }
+}
+
+const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
+{
+    if (!orb_plan_algo_supported(coll, algo))
+        return "no plan";
+    switch (algo) {
+    case ORB_ALGO_RING:
+        switch (coll) {
+        case ORB_COLL_ALLREDUCE:
+        case ORB_COLL_BARRIER:
+            return "2(n-1)*R*alpha + 2(n-1)/n*S/beta + (C-1)*alpha, R = ceil(S/(C*n*c))";
+        case ORB_COLL_ALLGATHER:
+        case ORB_COLL_REDUCE_SCATTER:
+            return "(n-1)*K*alpha + (n-1)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
+        case ORB_COLL_GATHER:
+            return "((n-1)*K + n-2)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+        default:
+            return "(n-2+K)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+        }
+    case ORB_ALGO_TREE:
+        if (coll == ORB_COLL_ALLREDUCE)
+            return "(2d + w*K)*(alpha + C*c/beta) + (C-1)*alpha, d = floor(log2 n), w = 4 (C = 1) or 3, "
+                   "K = ceil(S/(C*c))";
+        return "2(d+K-1)*(alpha + C*c/beta) + (C-1)*alpha, d = floor(log2 n), K = ceil(S/(C*c))";
+    case ORB_ALGO_DIRECT:
+        if (coll == ORB_COLL_GATHER)
+            return "(n-1)*K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+        return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+    default:
+        return "no plan";
+    }
+}
+
+/* ORBIT_ALGO as an algorithm: -1 when unset, -2 when it names none. */
+static int forced_algo(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    for (int al = 0; al < ORB_NUM_ALGOS; al++)
+        if (strcasecmp(s, orb_algo_name((orb_algo_t)al)) == 0)
+            return al;
+    return -2;
+}
+
+orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                              const orb_link_cost_t *link, size_t slot_bytes, int max_channels,
+                              orb_tuner_choice_t *out)
+{
+    static atomic_int warned_algo, warned_chunk;
+    if ((unsigned)coll >= ORB_NUM_COLLS || elem_size == 0 || nranks < 1 || max_channels < 1 ||
+        slot_bytes < elem_size || !out)
+        return ORB_ERR_INVALID_ARG;
+    if (max_channels > ORB_MAX_CHANNELS)
+        max_channels = ORB_MAX_CHANNELS;
+    const size_t slot_elems = slot_bytes / elem_size;
+
+    /* Chunk candidates: the slot, then halvings down to 256 bytes (smaller chunks shorten a
+     * chain's fill but pay alpha per piece). ORBIT_CHUNK_BYTES pins one. */
+    size_t chunks[64];
+    int nchunks = 0;
+    const double env_chunk = orb_param_num(ORB_PARAM_CHUNK_BYTES);
+    int chunk_forced = 0;
+    if (env_chunk > 0) {
+        double e = floor(env_chunk / (double)elem_size);
+        size_t ce = e < 1 ? 1 : e > (double)slot_elems ? slot_elems : (size_t)e;
+        if (e > (double)slot_elems && atomic_exchange(&warned_chunk, 1) == 0)
+            ORB_WARN("ORBIT_CHUNK_BYTES=%.0f is larger than a slot (%zu bytes); the chunk is capped at the slot",
+                     env_chunk, slot_bytes);
+        chunks[nchunks++] = ce;
+        chunk_forced = 1;
+    } else {
+        for (size_t ce = slot_elems; ce >= 1 && nchunks < 64; ce /= 2) {
+            chunks[nchunks++] = ce;
+            if (ce * elem_size <= 256)
+                break;
+        }
+    }
+
+    const char *algo_env = orb_param_str(ORB_PARAM_S_ALGO);
+    int forced = forced_algo(algo_env);
+    if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
+        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct); the tuner decides", algo_env);
+    else if (forced >= 0 && !orb_plan_algo_supported(coll, (orb_algo_t)forced))
+        forced = -3; /* told per call in the reason: it depends on the collective */
+
+    /* no more channels than elements: an empty channel only adds its alpha */
+    const size_t elems = coll == ORB_COLL_BARRIER || count == 0 ? 1 : count;
+    const int ch_max = elems < (size_t)max_channels ? (int)elems : max_channels;
+    orb_tuner_choice_t best = {.algo = ORB_NUM_ALGOS, .predicted_us = INFINITY};
+    double runner_up = INFINITY;
+    orb_algo_t runner_algo = ORB_NUM_ALGOS;
+    for (int al = 0; al < ORB_NUM_ALGOS; al++) {
+        if (!orb_plan_algo_supported(coll, (orb_algo_t)al) || (forced >= 0 && al != forced))
+            continue;
+        double algo_best = INFINITY;
+        size_t algo_chunk = 0;
+        int algo_ch = 1;
+        for (int ch = 1; ch <= ch_max; ch++)
+            for (int k = 0; k < nchunks; k++) {
+                double t = orb_tuner_predict(coll, (orb_algo_t)al, count, elem_size, nranks, link, chunks[k], ch);
+                if (t >= 0 && t < algo_best) {
+                    algo_best = t;
+                    algo_chunk = chunks[k];
+                    algo_ch = ch;
+                }
+            }
+        if (algo_best < best.predicted_us) {
+            if (best.algo != ORB_NUM_ALGOS) {
+                runner_up = best.predicted_us;
+                runner_algo = best.algo;
+            }
+            best.algo = (orb_algo_t)al;
+            best.chunk_elems = algo_chunk;
+            best.nchannels = algo_ch;
+            best.predicted_us = algo_best;
+        } else if (algo_best < runner_up) {
+            runner_up = algo_best;
+            runner_algo = (orb_algo_t)al;
+        }
+    }
+    if (best.algo == ORB_NUM_ALGOS)
+        return ORB_ERR_UNSUPPORTED;
+
+    int o;
+    if (forced >= 0)
+        o = snprintf(best.reason, sizeof best.reason, "ORBIT_ALGO=%s", orb_algo_name(best.algo));
+    else if (runner_algo != ORB_NUM_ALGOS)
+        o = snprintf(best.reason, sizeof best.reason, "%smodel: %s %.1f us < %s %.1f us",
+                     forced == -3 ? "ORBIT_ALGO has no plan for this collective; " : "", orb_algo_name(best.algo),
+                     best.predicted_us, orb_algo_name(runner_algo), runner_up);
+    else
+        o = snprintf(best.reason, sizeof best.reason, "%sonly %s plans %s",
+                     forced == -3 ? "ORBIT_ALGO has no plan for this collective; " : "", orb_algo_name(best.algo),
+                     orb_coll_name(coll));
+    if (chunk_forced && o >= 0 && (size_t)o < sizeof best.reason)
+        snprintf(best.reason + o, sizeof best.reason - (size_t)o, "; chunk from ORBIT_CHUNK_BYTES");
+    ORB_TRACE("tuner: %s of %zu x %zu B on %d ranks -> %s, chunk %zu elements, %d channel(s), %.1f us (%s; %s)",
+              orb_coll_name(coll), count, elem_size, nranks, orb_algo_name(best.algo), best.chunk_elems,
+              best.nchannels, best.predicted_us, best.reason, orb_tuner_formula(coll, best.algo));
+    *out = best;
+    return ORB_OK;
+}

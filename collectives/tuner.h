@@ -1,0 +1,53 @@
+/* Tuner: picks the algorithm, pipeline chunk and channel count of one call from an
+ * alpha-beta model (time = steps * alpha + bytes on the critical path / beta), with
+ * ORBIT_ALGO and ORBIT_CHUNK_BYTES as overrides. docs/algorithms.md has the formulas. */
+#ifndef ORB_COLLECTIVES_TUNER_H
+#define ORB_COLLECTIVES_TUNER_H
+
+#include <stddef.h>
+
+#include "plan.h"
+
+/* Cost of one link class: alpha is the fixed cost of one step (a slot handed over and
+ * noticed), beta the bandwidth one link sustains, shared by all channels on it. */
+typedef struct {
+    double alpha_us;
+    double beta_gbps;
+} orb_link_cost_t;
+
+/* Shared memory between processes on one host. Defaults to be replaced by measurements
+ * (bench/ on the target machine): a slot hand-over between cores costs about a cache-line
+ * round trip plus polling, a few hundred ns to ~2 us; a copy through a shared slot runs at
+ * a fraction of memcpy speed since every byte is written once and read once more. */
+#define ORB_TUNER_SHM_ALPHA_US 1.5
+#define ORB_TUNER_SHM_BETA_GBPS 8.0
+
+typedef struct {
+    orb_algo_t algo;
+    size_t chunk_elems; /* 1 .. slot_bytes / elem_size */
+    int nchannels;      /* 1 .. max_channels */
+    double predicted_us;
+    char reason[160];   /* one line: what won and why, or which override applied */
+} orb_tuner_choice_t;
+
+/* The link cost of shared memory with the defaults above. */
+orb_link_cost_t orb_tuner_shm_link(void);
+
+/* Choice for one call. count is the call's count (per-rank block for gather, allgather and
+ * reduce_scatter); link is the slowest link class the algorithm crosses (NULL: shared
+ * memory defaults); slot_bytes is the executor's slot payload, which bounds the chunk;
+ * max_channels is how many channels the connections have (1..ORB_MAX_CHANNELS). Only
+ * algorithms with a plan for coll are considered. */
+orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                              const orb_link_cost_t *link, size_t slot_bytes, int max_channels,
+                              orb_tuner_choice_t *out);
+
+/* The model's time (us) for one configuration; a negative value when algo has no plan for
+ * coll. Exposed for tests and for bench/ to print predicted next to measured. */
+double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                         const orb_link_cost_t *link, size_t chunk_elems, int nchannels);
+
+/* The cost formula of (coll, algo) as text, for ORBIT_DEBUG=INFO lines and the docs. */
+const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo);
+
+#endif
