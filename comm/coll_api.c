@@ -6,6 +6,7 @@
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
+#include "comm/coll_cuda.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -267,10 +268,9 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
     if (st != ORB_OK)
         return st;
     struct orb_comm *c = comm;
-    if (stream)
-        return orb_comm_fail(c, ORB_ERR_UNSUPPORTED, "%s: rank %d: stream is not NULL, but this build of orbit "
-                                                     "runs host buffers only (pass NULL; the call blocks)",
-                             fn, c->rank);
+    if (stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf))
+        return orb_cuda_collective(c, (orb_coll_t)k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op,
+                                   k->root, stream);
     size_t in_count, out_count;
     orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
     if (k->coll == ORB_COLL_BARRIER)
