@@ -2,7 +2,10 @@
  *
  * One call runs one or more operations (a group) to completion. Lanes of all operations
  * progress together, non-blocking, piece by piece; when nothing can move the executor spins
- * for ORBIT_SPIN_US, then sleeps on the rank's doorbell. Connections shared by several
+ * for ORBIT_SPIN_US, yields the CPU for ORBIT_YIELD_US (with more ranks than cores the peer
+ * it waits for may need this core), then sleeps on the rank's doorbell. A futex wake costs
+ * tens of microseconds on a busy machine: two ranks that each sleep as soon as the other is
+ * a little late fall into a convoy where every call pays that twice. Connections shared by several
  * operations of a group are used in issue order, so the pieces of one call never interleave
  * with another's on the same FIFO. */
 #ifndef ORB_COLLECTIVES_EXEC_H
@@ -45,7 +48,8 @@ typedef struct {
     void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
     size_t slot_bytes; /* payload per slot, for messages */
     double timeout_s;
-    double spin_s;
+    double spin_s;  /* busy-wait this long, */
+    double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */
 } orb_exec_env_t;
 
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,

@@ -1,3 +1,4 @@
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -352,6 +353,10 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
         double now = orb_now();
         if (now - idle_since < env->spin_s)
             continue;
+        if (now - idle_since < env->spin_s + env->yield_s) {
+            sched_yield();
+            continue;
+        }
         if (!armed) { /* read the doorbell, then look once more before sleeping */
             seen = env->doorbell(env->ctx);
             armed = 1;

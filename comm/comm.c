@@ -497,7 +497,7 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
         .rank = rank, .nranks = nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
         .send = c->send, .recv = c->recv, .ctx = c, .doorbell = cb_doorbell, .sleep = cb_sleep,
         .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
-        .spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6,
+        .spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
     };
     if (live_add(c) != 0) {
         st = ORB_ERR_NO_MEMORY;

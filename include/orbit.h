@@ -123,7 +123,10 @@ orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer
 orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                       orb_stream_t stream);
 
-/* Calls between start and end are queued and progress together at end. */
+/* Calls between start and end are queued and progress together at end (for example a
+ * send and a recv that would deadlock one after the other, or many small all-reduces).
+ * Groups nest. Calls on one communicator progress together; the calls of several
+ * communicators in one group run one communicator after another. */
 orb_status_t orb_group_start(void);
 orb_status_t orb_group_end(void);
 
