@@ -55,7 +55,9 @@ typedef enum {
 
 typedef enum { ORB_SUM = 0, ORB_PROD, ORB_MIN, ORB_MAX, ORB_AVG, ORB_NUM_OPS } orb_op_t;
 
-/* Opaque communicator. */
+/* Opaque communicator. Like NCCL's: one thread at a time issues calls on it, and every rank
+ * issues the same collective calls in the same order. Different communicators may be driven
+ * from different threads at once. */
 typedef struct orb_comm *orb_comm_t;
 
 /* Rendezvous id: address, port and a random 128-bit secret. Treat as opaque bytes;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The host-memory measurements behind docs/perf.md, in one go, on this machine:
+#   1. all-reduce, 2 ranks, orbit vs Open MPI, 8 B .. 256 MiB (medians of REPS alternating runs)
+#   2. every collective at 16 and 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
+#   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
+#   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
+# Usage: bench/host_suite.sh [BUILD_DIR] [REPS]     (defaults: build 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+reps=${2:-5}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+orbitrun=$build/launcher/orbitrun
+echo "# host suite: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
+bash bench/compare.sh -n 2 -r "$reps" "$build" allreduce --size 8:256M --factor 4 --check
+
+echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
+for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
+  echo "### $c"
+  bash bench/compare.sh -n 2 -r "$reps" "$build" "$c" --size 16M:64M --factor 4
+done
+echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB"
+for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
+  echo "### $c"
+  bash bench/compare.sh -n 2 -r "$reps" "$build" "$c" --size 8:4K --factor 8
+done
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo; echo "## 3. ring vs tree all-reduce (median out-of-place time in us of $reps runs)"
+for n in 2 4 8; do
+  printf "%-8s %12s %12s %12s\n" "nranks=$n" "size(B)" "ring(us)" "tree(us)"
+  tmp=$(mktemp -d)
+  for i in $(seq "$reps"); do
+    for a in ring tree; do
+      "$orbitrun" --no-tag -n "$n" "$build/bench/allreduce_bench" --algo "$a" --size 8:4M --factor 4 \
+        --no-inplace --json "$tmp/$a.$i.json" >/dev/null
+    done
+  done
+  for size in $(python3 -c "print(' '.join(str(8*4**k) for k in range(0,11)))"); do
+    r=$(cat "$tmp"/ring.*.json | python3 -c "import sys,json
+for l in sys.stdin:
+  o=json.loads(l)
+  if o['size']==$size and not o['inplace']: print(o['time_us'])" | median)
+    t=$(cat "$tmp"/tree.*.json | python3 -c "import sys,json
+for l in sys.stdin:
+  o=json.loads(l)
+  if o['size']==$size and not o['inplace']: print(o['time_us'])" | median)
+    printf "%-8s %12s %12s %12s\n" "" "$size" "$r" "$t"
+  done
+  rm -rf "$tmp"
+done
+
+echo; echo "## 4. mismatch detection cost: 8-byte allreduce, 2 ranks (median of $((reps*2+1)) alternating runs)"
+on=(); off=()
+for i in $(seq $((reps * 2 + 1))); do
+  for chk in 1 0; do
+    t=$(ORBIT_CHECK=$chk "$orbitrun" --no-tag -n 2 "$build/bench/allreduce_bench" --size 8 --iters 20000 --warmup 1000 \
+        --no-inplace | awk '/^ +8 /{print $6}')
+    if [ "$chk" = 1 ]; then on+=("$t"); else off+=("$t"); fi
+  done
+done
+m1=$(printf "%s\n" "${on[@]}" | median); m0=$(printf "%s\n" "${off[@]}" | median)
+echo "ORBIT_CHECK=1: $m1 us   ORBIT_CHECK=0: $m0 us   overhead: $(python3 -c "print(f'{($m1/$m0-1)*100:.1f}%')")"
