@@ -67,6 +67,8 @@ static int free_port(void)
 /* Write whole lines from buf with a "[rank] " prefix; keep a partial last line. */
 static void flush_lines(int rank, int fd_out, char *buf, size_t *len, int final, int tag)
 {
+    if (!buf || *len == 0)
+        return;
     size_t start = 0;
     for (size_t i = 0; i < *len; i++) {
         if (buf[i] != '\n' && !(final && i + 1 == *len) && (i - start) < LINE_MAX_BYTES - 1)
@@ -87,8 +89,10 @@ static void flush_lines(int rank, int fd_out, char *buf, size_t *len, int final,
         free(line);
         start = i + 1;
     }
-    memmove(buf, buf + start, *len - start);
-    *len -= start;
+    if (start > 0) {
+        memmove(buf, buf + start, *len - start);
+        *len -= start;
+    }
 }
 
 static void drain(rank_t *r, int idx, int which, int tag)
