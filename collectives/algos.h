@@ -75,4 +75,6 @@ orb_status_t orb_tree_allreduce(orb_plan_t *plan);
 orb_status_t orb_tree_broadcast(orb_plan_t *plan);
 orb_status_t orb_tree_reduce(orb_plan_t *plan);
 
+orb_status_t orb_hier_allreduce(orb_plan_t *plan);
+
 #endif

@@ -54,6 +54,7 @@ typedef enum {
     ORB_ALGO_RING = 0, /* ring, or a pipelined chain along the ring for rooted collectives */
     ORB_ALGO_TREE,     /* double binary tree (allreduce), binary tree (broadcast, reduce) */
     ORB_ALGO_DIRECT,   /* point to point: send/recv, gather straight to root */
+    ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
     ORB_NUM_ALGOS
 } orb_algo_t;
 
@@ -103,6 +104,12 @@ typedef struct {
     size_t chunk_elems; /* pipeline chunk (>= 1): no step carries more than this */
     int nchannels;      /* 1..ORB_MAX_CHANNELS; data is split across channels */
     const int *ring;    /* ring order: ring[i] is the rank at position i (NULL: 0..n-1) */
+    /* Host map, read only by ORB_ALGO_HIER: the ranks of a host are those with equal
+     * host_of[rank], in 0..nhosts-1. HIER needs nhosts > 1 and the same number of ranks on
+     * every host (ORB_ERR_UNSUPPORTED otherwise: on one host the ring is the right plan).
+     * Like ring, the map must outlive the plan. NULL / nhosts <= 1: one host. */
+    int nhosts;
+    const int *host_of;
 } orb_plan_args_t;
 
 typedef struct {
@@ -121,8 +128,15 @@ void orb_plan_free(orb_plan_t *plan);
 void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size_t count,
                            size_t *in_count, size_t *out_count);
 
-/* Which algorithms implement which collective (ORB_ERR_UNSUPPORTED otherwise). */
+/* Which algorithms implement which collective (ORB_ERR_UNSUPPORTED otherwise). HIER also
+ * needs a host map that orb_plan_ranks_per_host accepts. */
 int orb_plan_algo_supported(orb_coll_t coll, orb_algo_t algo);
+
+/* Ranks per host of a host map (see orb_plan_args_t) in *per_host: ORB_OK when nhosts > 1
+ * and every host holds the same number of ranks, ORB_ERR_UNSUPPORTED when the map is absent,
+ * has one host or hosts of different sizes, ORB_ERR_INVALID_ARG when a host index is outside
+ * 0..nhosts-1. */
+orb_status_t orb_plan_ranks_per_host(int nranks, int nhosts, const int *host_of, int *per_host);
 
 /* Non-roots of reduce and gather have no output of their own. A plan that needs room there
  * (a tree node combining two children, a chain rank forwarding others' blocks) sets
@@ -139,13 +153,15 @@ static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
  * step fits in one slot (chunk_elems <= slot_elems, as the tuner ensures). A ring's ranks
  * each put a step in the FIFO to the next rank before any of them receives, and a fused
  * recv-and-send step needs a free outgoing slot: with one slot the cycle is full and
- * stuck. In general a ring needs one slot more than the pieces of a step. Chains, trees
- * and direct plans have no such cycle and need one slot whatever the slot size. */
+ * stuck. In general a ring needs one slot more than the pieces of a step. The hierarchical
+ * all-reduce runs three rings in sequence, so it needs what a ring needs. Chains, trees and
+ * direct plans have no such cycle and need one slot whatever the slot size. */
 static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
 {
-    int cyclic = algo == ORB_ALGO_RING &&
-                 (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
-                  coll == ORB_COLL_REDUCE_SCATTER);
+    int cyclic = (algo == ORB_ALGO_RING &&
+                  (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
+                   coll == ORB_COLL_REDUCE_SCATTER)) ||
+                 (algo == ORB_ALGO_HIER && coll == ORB_COLL_ALLREDUCE);
     return cyclic ? 2 : 1;
 }
 

@@ -3,7 +3,9 @@
  * per lane, K = ceil(s / c) chunks per lane, R = ceil(s / (n c)) ring rounds per lane,
  * d = floor(log2 n) tree depth, alpha (us) and beta (bytes/us). Channels share the link, so
  * one chunk on a lane takes C c / beta; each channel beyond the first costs one alpha more
- * (its own start and completion). */
+ * (its own start and completion). On several hosts (H hosts of L ranks) the flat
+ * algorithms pay the slower of the intra- and inter-host classes on every hop; the
+ * hierarchical all-reduce pays each class for its own phases. */
 #include "tuner.h"
 
 #include <math.h>
@@ -31,14 +33,59 @@ static int tree_depth(int n)
     return d;
 }
 
-double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
-                         const orb_link_cost_t *link, size_t chunk_elems, int nchannels)
+/* What the model needs to know about where the ranks are. */
+typedef struct {
+    orb_link_cost_t flat;  /* the link the flat algorithms are costed on */
+    orb_link_cost_t intra; /* inside a host */
+    orb_link_cost_t inter; /* between hosts */
+    int nhosts;
+    int per_host; /* ranks on every host; 0: uneven or one host, so no HIER */
+    int nics;
+} model_t;
+
+/* ORB_OK, or the host map's error other than "no hierarchy" (a bad host index, memory). */
+static orb_status_t model_init(model_t *m, int nranks, const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts)
 {
-    if (!orb_plan_algo_supported(coll, algo) || nranks < 1 || nchannels < 1 || chunk_elems < 1)
-        return -1;
-    const orb_link_cost_t def = orb_tuner_shm_link();
-    if (!link)
-        link = &def;
+    memset(m, 0, sizeof *m);
+    m->intra = intra ? *intra : orb_tuner_shm_link();
+    m->flat = m->intra;
+    m->nhosts = 1;
+    if (!hosts || hosts->nhosts <= 1)
+        return ORB_OK;
+    m->inter = hosts->inter;
+    m->nhosts = hosts->nhosts;
+    m->nics = hosts->nics < 1 ? 1 : hosts->nics;
+    m->flat.alpha_us = fmax(m->intra.alpha_us, m->inter.alpha_us);
+    m->flat.beta_gbps = fmin(m->intra.beta_gbps, m->inter.beta_gbps);
+    orb_status_t st = orb_plan_ranks_per_host(nranks, hosts->nhosts, hosts->host_of, &m->per_host);
+    if (st == ORB_ERR_UNSUPPORTED) {
+        m->per_host = 0;
+        st = ORB_OK;
+    }
+    return st;
+}
+
+/* Three phases in sequence per round of n chunks: 2H(L-1) intra steps and 2(H-1) inter
+ * steps; each rank moves 2(L-1)/L S inside its host and 2(H-1)/H S/L across, the L ranks
+ * of a host sharing its min(nics, L) inter-host links. */
+static double hier_predict(const model_t *m, size_t count, size_t elem_size, int nranks, size_t chunk_elems,
+                           int nchannels)
+{
+    const double ai = m->intra.alpha_us, bi = m->intra.beta_gbps * 1e3;
+    const double ax = m->inter.alpha_us, bx = m->inter.beta_gbps * 1e3;
+    const double H = m->nhosts, L = m->per_host, C = nchannels, n = nranks;
+    const double S = (double)count * (double)elem_size;
+    if (S == 0)
+        return 0;
+    const double s = S / C, c = fmin((double)chunk_elems * (double)elem_size, s);
+    const double R = ceil_div(s, n * c), links = fmin(m->nics, L);
+    return R * (2 * H * (L - 1) * ai + 2 * (H - 1) * ax) + 2 * (L - 1) / L * S / bi +
+           2 * (H - 1) / H * S / (links * bx) + (C - 1) * fmax(ai, ax);
+}
+
+static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                           const orb_link_cost_t *link, size_t chunk_elems, int nchannels)
+{
     if (coll == ORB_COLL_BARRIER) {
         count = 1;
         elem_size = 1;
@@ -85,6 +132,32 @@ double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t 
     }
 }
 
+static double model_predict(const model_t *m, orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size,
+                            int nranks, size_t chunk_elems, int nchannels)
+{
+    if (!orb_plan_algo_supported(coll, algo) || nranks < 1 || nchannels < 1 || chunk_elems < 1)
+        return -1;
+    if (algo == ORB_ALGO_HIER)
+        return m->per_host > 0 ? hier_predict(m, count, elem_size, nranks, chunk_elems, nchannels) : -1;
+    return flat_predict(coll, algo, count, elem_size, nranks, &m->flat, chunk_elems, nchannels);
+}
+
+double orb_tuner_predict_hosts(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                               const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t chunk_elems,
+                               int nchannels)
+{
+    model_t m;
+    if (nranks < 1 || model_init(&m, nranks, intra, hosts) != ORB_OK)
+        return -1;
+    return model_predict(&m, coll, algo, count, elem_size, nranks, chunk_elems, nchannels);
+}
+
+double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                         const orb_link_cost_t *link, size_t chunk_elems, int nchannels)
+{
+    return orb_tuner_predict_hosts(coll, algo, count, elem_size, nranks, link, NULL, chunk_elems, nchannels);
+}
+
 const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
 {
     if (!orb_plan_algo_supported(coll, algo))
@@ -112,6 +185,9 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         if (coll == ORB_COLL_GATHER)
             return "(n-1)*K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+    case ORB_ALGO_HIER:
+        return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
+               "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
     default:
         return "no plan";
     }
@@ -132,10 +208,21 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
                               const orb_link_cost_t *link, size_t slot_bytes, int max_channels,
                               orb_tuner_choice_t *out)
 {
+    return orb_tuner_choose_hosts(coll, count, elem_size, nranks, link, NULL, slot_bytes, max_channels, out);
+}
+
+orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                                    const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts,
+                                    size_t slot_bytes, int max_channels, orb_tuner_choice_t *out)
+{
     static atomic_int warned_algo, warned_chunk;
     if ((unsigned)coll >= ORB_NUM_COLLS || elem_size == 0 || nranks < 1 || max_channels < 1 ||
         slot_bytes < elem_size || !out)
         return ORB_ERR_INVALID_ARG;
+    model_t m;
+    orb_status_t st = model_init(&m, nranks, intra, hosts);
+    if (st != ORB_OK)
+        return st;
     if (max_channels > ORB_MAX_CHANNELS)
         max_channels = ORB_MAX_CHANNELS;
     const size_t slot_elems = slot_bytes / elem_size;
@@ -164,10 +251,15 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
 
     const char *algo_env = orb_param_str(ORB_PARAM_S_ALGO);
     int forced = forced_algo(algo_env);
+    const char *no_plan = "ORBIT_ALGO has no plan for this collective; ";
     if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
-        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct); the tuner decides", algo_env);
+        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier); the tuner decides", algo_env);
     else if (forced >= 0 && !orb_plan_algo_supported(coll, (orb_algo_t)forced))
         forced = -3; /* told per call in the reason: it depends on the collective */
+    else if (forced == ORB_ALGO_HIER && m.per_host == 0) {
+        forced = -3;
+        no_plan = "ORBIT_ALGO=hier needs ranks on several hosts, as many on each; ";
+    }
 
     /* no more channels than elements: an empty channel only adds its alpha */
     const size_t elems = coll == ORB_COLL_BARRIER || count == 0 ? 1 : count;
@@ -183,7 +275,7 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
         int algo_ch = 1;
         for (int ch = 1; ch <= ch_max; ch++)
             for (int k = 0; k < nchunks; k++) {
-                double t = orb_tuner_predict(coll, (orb_algo_t)al, count, elem_size, nranks, link, chunks[k], ch);
+                double t = model_predict(&m, coll, (orb_algo_t)al, count, elem_size, nranks, chunks[k], ch);
                 if (t >= 0 && t < algo_best) {
                     algo_best = t;
                     algo_chunk = chunks[k];
@@ -212,16 +304,17 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
         o = snprintf(best.reason, sizeof best.reason, "ORBIT_ALGO=%s", orb_algo_name(best.algo));
     else if (runner_algo != ORB_NUM_ALGOS)
         o = snprintf(best.reason, sizeof best.reason, "%smodel: %s %.1f us < %s %.1f us",
-                     forced == -3 ? "ORBIT_ALGO has no plan for this collective; " : "", orb_algo_name(best.algo),
+                     forced == -3 ? no_plan : "", orb_algo_name(best.algo),
                      best.predicted_us, orb_algo_name(runner_algo), runner_up);
     else
         o = snprintf(best.reason, sizeof best.reason, "%sonly %s plans %s",
-                     forced == -3 ? "ORBIT_ALGO has no plan for this collective; " : "", orb_algo_name(best.algo),
+                     forced == -3 ? no_plan : "", orb_algo_name(best.algo),
                      orb_coll_name(coll));
     if (chunk_forced && o >= 0 && (size_t)o < sizeof best.reason)
         snprintf(best.reason + o, sizeof best.reason - (size_t)o, "; chunk from ORBIT_CHUNK_BYTES");
-    ORB_TRACE("tuner: %s of %zu x %zu B on %d ranks -> %s, chunk %zu elements, %d channel(s), %.1f us (%s; %s)",
-              orb_coll_name(coll), count, elem_size, nranks, orb_algo_name(best.algo), best.chunk_elems,
+    ORB_TRACE("tuner: %s of %zu x %zu B on %d ranks, %d host(s) -> %s, chunk %zu elements, %d channel(s), "
+              "%.1f us (%s; %s)",
+              orb_coll_name(coll), count, elem_size, nranks, m.nhosts, orb_algo_name(best.algo), best.chunk_elems,
               best.nchannels, best.predicted_us, best.reason, orb_tuner_formula(coll, best.algo));
     *out = best;
     return ORB_OK;

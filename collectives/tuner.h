@@ -21,6 +21,9 @@ typedef struct {
  * a fraction of memcpy speed since every byte is written once and read once more. */
 #define ORB_TUNER_SHM_ALPHA_US 1.5
 #define ORB_TUNER_SHM_BETA_GBPS 8.0
+/* One TCP connection between hosts: defaults for a 10-25 GbE class link until measured. */
+#define ORB_TUNER_TCP_ALPHA_US 25.0
+#define ORB_TUNER_TCP_BETA_GBPS 1.2
 
 typedef struct {
     orb_algo_t algo;
@@ -33,6 +36,15 @@ typedef struct {
 /* The link cost of shared memory with the defaults above. */
 orb_link_cost_t orb_tuner_shm_link(void);
 
+/* Ranks spread over several hosts: what the hierarchical all-reduce (ORB_ALGO_HIER) needs
+ * to be considered, and what the flat algorithms pay once they cross hosts. */
+typedef struct {
+    int nhosts;            /* hosts the ranks span; <= 1: one host, as orb_tuner_choose */
+    const int *host_of;    /* host of each rank, as in orb_plan_args_t; HIER: as many on each */
+    orb_link_cost_t inter; /* one connection between ranks of two hosts */
+    int nics;              /* independent inter-host links of a host, shared by its ranks (< 1: 1) */
+} orb_tuner_hosts_t;
+
 /* Choice for one call. count is the call's count (per-rank block for gather, allgather and
  * reduce_scatter); link is the slowest link class the algorithm crosses (NULL: shared
  * memory defaults); slot_bytes is the executor's slot payload, which bounds the chunk;
@@ -42,10 +54,28 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
                               const orb_link_cost_t *link, size_t slot_bytes, int max_channels,
                               orb_tuner_choice_t *out);
 
+/* orb_tuner_choose for ranks on several hosts: intra is the slowest link inside a host (NULL:
+ * shared memory defaults), hosts the host map and the inter-host link (NULL or nhosts <= 1:
+ * exactly orb_tuner_choose(..., intra, ...)). The flat algorithms are costed on the slowest
+ * of the two classes (the larger alpha, the smaller beta): a flat ring crossing hosts runs
+ * at the pace of its slowest hop. ORB_ALGO_HIER is considered, for allreduce, only when
+ * the hosts hold the same number of ranks; ORBIT_ALGO=hier applies only then. A host index
+ * outside 0..nhosts-1 is ORB_ERR_INVALID_ARG. */
+orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                                    const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts,
+                                    size_t slot_bytes, int max_channels, orb_tuner_choice_t *out);
+
 /* The model's time (us) for one configuration; a negative value when algo has no plan for
- * coll. Exposed for tests and for bench/ to print predicted next to measured. */
+ * coll (ORB_ALGO_HIER never has one here: it needs the hosts). Exposed for tests and for
+ * bench/ to print predicted next to measured. */
 double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
                          const orb_link_cost_t *link, size_t chunk_elems, int nchannels);
+
+/* The same with hosts, as orb_tuner_choose_hosts costs it; negative for HIER when the
+ * hosts are absent or uneven. */
+double orb_tuner_predict_hosts(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
+                               const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t chunk_elems,
+                               int nchannels);
 
 /* The cost formula of (coll, algo) as text, for ORBIT_DEBUG=INFO lines and the docs. */
 const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo);

@@ -37,10 +37,15 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
             break;
     }
     orb_tuner_choice_t ch;
-    orb_status_t st = orb_tuner_choose(key->coll, key->count, key->elem_size, c->nranks, NULL, c->slot_bytes,
-                                       c->nchannels, &ch);
+    memset(&ch, 0, sizeof ch);
+    /* Between hosts: TCP defaults until measured (docs/transports.md), one NIC per host. */
+    orb_tuner_hosts_t hosts = {.nhosts = c->nhosts, .host_of = c->host_of,
+                               .inter = {.alpha_us = ORB_TUNER_TCP_ALPHA_US, .beta_gbps = ORB_TUNER_TCP_BETA_GBPS},
+                               .nics = 1};
+    orb_status_t st = orb_tuner_choose_hosts(key->coll, key->count, key->elem_size, c->nranks, NULL, &hosts,
+                                             c->slot_bytes, c->nchannels, &ch);
     if (st != ORB_OK) {
-        snprintf(why, whylen, "%s", ch.reason);
+        snprintf(why, whylen, "%s", ch.reason[0] ? ch.reason : orb_strerror(st));
         return st;
     }
     orb_plan_cache_entry_t *e = &c->cache[victim];
@@ -50,7 +55,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     orb_plan_args_t args = {
         .coll = key->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = key->root,
         .count = key->count, .op = key->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels,
-        .ring = c->ring,
+        .ring = c->ring, .nhosts = c->nhosts, .host_of = c->host_of,
     };
     st = orb_plan_build(&e->plan, &args);
     if (st != ORB_OK) {

@@ -332,6 +332,7 @@ static void comm_free(struct orb_comm *c)
     free(c->send);
     free(c->recv);
     free(c->ring);
+    free(c->host_of);
     free(c->scratch);
     c->magic = 0;
     free(c);
@@ -351,6 +352,14 @@ static int read_int_param(orb_param_num_t id, int lo, int hi)
  * between hosts once per host. */
 static void ring_by_host(struct orb_comm *c)
 {
+    c->nhosts = 0;
+    for (int r = 0; r < c->nranks; r++) {
+        int h = -1;
+        for (int q = 0; q < r && h < 0; q++)
+            if (c->bs.cards[q].host_id == c->bs.cards[r].host_id)
+                h = c->host_of[q];
+        c->host_of[r] = h >= 0 ? h : c->nhosts++;
+    }
     int k = 0;
     char *placed = calloc((size_t)c->nranks, 1);
     if (!placed) {
@@ -461,7 +470,8 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
     c->send = calloc(nconn, sizeof *c->send);
     c->recv = calloc(nconn, sizeof *c->recv);
     c->ring = malloc(sizeof(int) * (size_t)nranks);
-    if (!c->send || !c->recv || !c->ring) {
+    c->host_of = malloc(sizeof(int) * (size_t)nranks);
+    if (!c->send || !c->recv || !c->ring || !c->host_of) {
         st = ORB_ERR_NO_MEMORY;
         goto fail;
     }

@@ -48,6 +48,8 @@ struct orb_comm {
     orb_topo_host_t *topo_host;
     orb_conn_t *send, *recv;
     int *ring;
+    int nhosts;
+    int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
     uint64_t seq;
     uint64_t plan_clock;
     orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];

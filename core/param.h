@@ -20,7 +20,7 @@
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO, TRACE")                     \
-    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree (empty: the tuner decides)")    \
+    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier (empty: the tuner decides)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it)") \
     X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \

@@ -1,6 +1,7 @@
 /* Every algorithm of one collective (argv[1], e.g. "allreduce") proven by the plan checker
  * over nranks 1..64, several counts, roots, channel counts, chunk and slot sizes, with and
- * without in-place buffers and with a shuffled ring order. */
+ * without in-place buffers and with a shuffled ring order. Every call carries a host map
+ * (only the hierarchical all-reduce reads it; the others must not care). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,21 @@ static void shuffled_ring(int n, int *ring)
     }
 }
 
+/* Hosts for n ranks: p hosts of n/p ranks in blocks (p the smallest prime factor of n), or
+ * n/p hosts of p ranks interleaved (n hosts of one rank when n is prime). 0 for n = 1. */
+static int host_map(int n, int interleaved, int *host_of)
+{
+    if (n < 2)
+        return 0;
+    int p = 2;
+    while (n % p)
+        p++;
+    const int H = !interleaved ? p : p < n ? n / p : n, L = n / H;
+    for (int r = 0; r < n; r++)
+        host_of[r] = interleaved ? r % H : r / L;
+    return H;
+}
+
 static int is_rooted(orb_coll_t c)
 {
     return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER || c == ORB_COLL_SEND ||
@@ -42,7 +58,7 @@ static int is_block(orb_coll_t c)
 static size_t big_count(orb_coll_t c, orb_algo_t algo, int n, size_t chunk, int nch)
 {
     size_t per_lane = 3;
-    if (c == ORB_COLL_ALLREDUCE && algo == ORB_ALGO_RING)
+    if (c == ORB_COLL_ALLREDUCE && (algo == ORB_ALGO_RING || algo == ORB_ALGO_HIER))
         per_lane = 2 * (size_t)n;
     else if (algo == ORB_ALGO_TREE)
         per_lane = (size_t)orb_tree_lag(n) + 3;
@@ -59,20 +75,22 @@ static void check_one(const orb_plan_args_t *a, const orb_plan_check_opts_t *o)
     if (++failures <= 10)
         fprintf(stderr,
                 "FAIL %s/%s nranks=%d rank=%d root=%d count=%zu chunk=%zu nchannels=%d nslots=%zu "
-                "slot_elems=%zu inplace=%d ring=%s: %s: %s\n",
+                "slot_elems=%zu inplace=%d ring=%s nhosts=%d: %s: %s\n",
                 orb_coll_name(a->coll), orb_algo_name(a->algo), a->nranks, a->rank, a->root, a->count,
                 a->chunk_elems, a->nchannels, o->nslots, o->slot_elems, o->inplace,
-                a->ring ? "shuffled" : "0..n-1",
-                orb_status_name(st), err);
+                a->ring ? "shuffled" : "0..n-1", a->nhosts, orb_status_name(st), err);
 }
 
 static void check_algo(orb_coll_t coll, orb_algo_t algo)
 {
     static const size_t chunks[] = {4, 64};
-    int ring[ORB_PLAN_CHECK_MAX_RANKS];
+    int ring[ORB_PLAN_CHECK_MAX_RANKS], blocked[ORB_PLAN_CHECK_MAX_RANKS], interleaved[ORB_PLAN_CHECK_MAX_RANKS];
     const int min_slots = orb_plan_min_slots(coll, algo);
     for (int n = 1; n <= ORB_PLAN_CHECK_MAX_RANKS; n++) {
         shuffled_ring(n, ring);
+        const int hb = host_map(n, 0, blocked), hi = host_map(n, 1, interleaved);
+        if (algo == ORB_ALGO_HIER && n == 1)
+            continue; /* one host: no hierarchy (the builder refuses, test_plan_hier checks it) */
         const int roots[3] = {0, n - 1, n / 2};
         const int nroots = is_rooted(coll) ? 3 : 1;
         for (int ri = 0; ri < nroots; ri++) {
@@ -88,7 +106,7 @@ static void check_algo(orb_coll_t coll, orb_algo_t algo)
                              * three pieces per step; in place with a shuffled ring */
                             orb_plan_args_t a = {.coll = coll, .algo = algo, .nranks = n, .root = roots[ri],
                                                  .count = counts[k], .op = ORB_AVG, .chunk_elems = chunk,
-                                                 .nchannels = nch};
+                                                 .nchannels = nch, .nhosts = hb, .host_of = hb ? blocked : NULL};
                             orb_plan_check_opts_t o = {.nslots = (size_t)min_slots, .slot_elems = chunk};
                             if (variant == 1)
                                 o.nslots++;
@@ -99,6 +117,8 @@ static void check_algo(orb_coll_t coll, orb_algo_t algo)
                             if (variant == 3) {
                                 o.inplace = 1;
                                 a.ring = ring;
+                                a.nhosts = hi;
+                                a.host_of = hi ? interleaved : NULL;
                             }
                             /* Keep the run short: big simulations (~ values moved) get the two
                              * variants that matter most, the biggest none (smaller n and the

@@ -44,6 +44,7 @@ static void bounds(void)
                             orb_tuner_choice_t t = choose((orb_coll_t)c, counts[k], eszs[e], n, slots[s], maxch);
                             CHECK(orb_plan_algo_supported((orb_coll_t)c, t.algo), "%s: no %s plan",
                                   orb_coll_name((orb_coll_t)c), orb_algo_name(t.algo));
+                            CHECK(t.algo != ORB_ALGO_HIER, "hier chosen without hosts");
                             CHECK(t.chunk_elems >= 1 && t.chunk_elems <= slots[s] / eszs[e],
                                   "chunk %zu outside 1..%zu", t.chunk_elems, slots[s] / eszs[e]);
                             CHECK(t.nchannels >= 1 && t.nchannels <= maxch, "%d channels, limit %d", t.nchannels,
@@ -76,12 +77,133 @@ static void model(void)
 
     for (int c = 0; c < ORB_NUM_COLLS; c++)
         for (int al = 0; al < ORB_NUM_ALGOS; al++) {
-            int has = orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al);
+            /* hier has a plan only with hosts: none here (see hosts()) */
+            int has = orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) && al != ORB_ALGO_HIER;
             double p = orb_tuner_predict((orb_coll_t)c, (orb_algo_t)al, 1000, 4, 8, NULL, 256, 2);
             CHECK(has ? p > 0 : p < 0, "%s/%s predicted %g", orb_coll_name((orb_coll_t)c),
                   orb_algo_name((orb_algo_t)al), p);
-            CHECK(!has || strchr(orb_tuner_formula((orb_coll_t)c, (orb_algo_t)al), '*'), "no formula for %s/%s",
+            CHECK(!orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) ||
+                      strchr(orb_tuner_formula((orb_coll_t)c, (orb_algo_t)al), '*'),
+                  "no formula for %s/%s",
                   orb_coll_name((orb_coll_t)c), orb_algo_name((orb_algo_t)al));
+        }
+}
+
+static void blocked_hosts(int n, int H, int *host_of)
+{
+    for (int r = 0; r < n; r++)
+        host_of[r] = r / (n / H);
+}
+
+static orb_tuner_choice_t choose_hosts(size_t count, int n, const orb_link_cost_t *intra,
+                                       const orb_tuner_hosts_t *h)
+{
+    orb_tuner_choice_t t;
+    memset(&t, 0, sizeof t);
+    orb_status_t st = orb_tuner_choose_hosts(ORB_COLL_ALLREDUCE, count, 4, n, intra, h, 262144, 2, &t);
+    CHECK(st == ORB_OK, "allreduce count %zu n %d on %d hosts: %s", count, n, h ? h->nhosts : 1,
+          orb_status_name(st));
+    return t;
+}
+
+/* The hierarchical all-reduce: only with hosts of equal size, the formula's arithmetic,
+ * picked when the hosts are slow to reach and not when they are as fast as shared memory. */
+static void hosts(void)
+{
+    int map[64];
+    const orb_link_cost_t tcp = {20.0, 1.25}; /* 10 GbE: tens of us per step */
+    orb_tuner_hosts_t h = {.nhosts = 2, .host_of = map, .inter = tcp, .nics = 1};
+
+    /* 2 hosts of 2; intra 1 us, 1 GB/s; inter 10 us, 0.5 GB/s; 4000 B in one round:
+     * (2*2*1*1 + 2*1*10) + 2(1/2)*4000/1000 + 2(1/2)*4000/(1*500) = 24 + 4 + 8 */
+    const orb_link_cost_t in1 = {1.0, 1.0}, x1 = {10.0, 0.5};
+    orb_tuner_hosts_t h4 = {.nhosts = 2, .host_of = map, .inter = x1, .nics = 1};
+    blocked_hosts(4, 2, map);
+    double p = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
+    CHECK(fabs(p - 36.0) < 1e-9, "hier 2x2 predicted %g, want 36", p);
+    h4.nics = 2; /* two links per host: the inter-host term halves */
+    p = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
+    CHECK(fabs(p - 32.0) < 1e-9, "hier 2x2 on 2 nics predicted %g, want 32", p);
+    /* flat algorithms pay the slow class: the ring as if every link were the inter-host one */
+    const orb_link_cost_t slow = {10.0, 0.5};
+    double flat = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_RING, 1000, 4, 4, &in1, &h4, 1000, 1);
+    double ref = orb_tuner_predict(ORB_COLL_ALLREDUCE, ORB_ALGO_RING, 1000, 4, 4, &slow, 1000, 1);
+    CHECK(flat > 0 && fabs(flat - ref) < 1e-9, "flat ring over hosts %g, on the slow link %g", flat, ref);
+    CHECK(orb_tuner_predict(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, 1000, 1) < 0,
+          "hier predicted without hosts");
+    CHECK(orb_tuner_predict_hosts(ORB_COLL_BROADCAST, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1) < 0,
+          "hier broadcast predicted");
+
+    /* 2 hosts of 8 over 10 GbE: hier, for one element (42 + 40 us of steps against the
+     * ring's 2*15 slow ones and the tree's 12) and for 64 MiB (the slow link carries 1/8) */
+    blocked_hosts(16, 2, map);
+    orb_tuner_choice_t t = choose_hosts(1, 16, NULL, &h);
+    CHECK(t.algo == ORB_ALGO_HIER, "1 element, 2x8 over tcp: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose_hosts((size_t)1 << 24, 16, NULL, &h);
+    CHECK(t.algo == ORB_ALGO_HIER && strstr(t.reason, "model: hier"), "64 MiB, 2x8 over tcp: %s (%s)",
+          orb_algo_name(t.algo), t.reason);
+    /* one rank per host: hier is the flat ring over hosts, and the tie goes to the ring */
+    blocked_hosts(8, 8, map);
+    h.nhosts = 8;
+    t = choose_hosts((size_t)1 << 24, 8, NULL, &h);
+    CHECK(t.algo == ORB_ALGO_RING, "8 hosts of 1: %s (%s)", orb_algo_name(t.algo), t.reason);
+    /* hosts as fast as the inside: the ring moves 2(n-1)/n S, hier 2(L-1)/L S + 2(H-1)/H S */
+    blocked_hosts(16, 4, map);
+    h.nhosts = 4;
+    h.inter = orb_tuner_shm_link();
+    t = choose_hosts((size_t)1 << 24, 16, NULL, &h);
+    CHECK(t.algo == ORB_ALGO_RING, "4x4 on shared memory only: %s (%s)", orb_algo_name(t.algo), t.reason);
+    h.inter = tcp;
+
+    /* uneven hosts (3 + 1): no hier, and ORBIT_ALGO=hier says why */
+    const int uneven[4] = {0, 0, 0, 1};
+    orb_tuner_hosts_t hu = {.nhosts = 2, .host_of = uneven, .inter = tcp, .nics = 1};
+    t = choose_hosts(1, 4, NULL, &hu);
+    CHECK(t.algo != ORB_ALGO_HIER, "uneven hosts: %s", orb_algo_name(t.algo));
+    setenv("ORBIT_ALGO", "hier", 1);
+    t = choose_hosts(1, 4, NULL, &hu);
+    CHECK(t.algo != ORB_ALGO_HIER && strstr(t.reason, "hier needs"), "ORBIT_ALGO=hier, uneven: %s", t.reason);
+    t = choose(ORB_COLL_ALLREDUCE, 1, 4, 4, 262144, 2);
+    CHECK(t.algo != ORB_ALGO_HIER && strstr(t.reason, "hier needs"), "ORBIT_ALGO=hier, no hosts: %s", t.reason);
+    t = choose(ORB_COLL_BROADCAST, 100, 4, 4, 262144, 2);
+    CHECK(t.algo != ORB_ALGO_HIER && strstr(t.reason, "no plan"), "ORBIT_ALGO=hier, broadcast: %s", t.reason);
+    blocked_hosts(16, 4, map);
+    h.inter = orb_tuner_shm_link(); /* the model would take the ring: the override wins */
+    t = choose_hosts((size_t)1 << 24, 16, NULL, &h);
+    CHECK(t.algo == ORB_ALGO_HIER && strstr(t.reason, "ORBIT_ALGO=hier"), "ORBIT_ALGO=hier, 4x4: %s", t.reason);
+    h.inter = tcp;
+    unsetenv("ORBIT_ALGO");
+
+    const int bad[4] = {0, 1, 2, 1};
+    orb_tuner_hosts_t hb = {.nhosts = 2, .host_of = bad, .inter = tcp};
+    orb_tuner_choice_t u;
+    CHECK(orb_tuner_choose_hosts(ORB_COLL_ALLREDUCE, 10, 4, 4, NULL, &hb, 4096, 2, &u) == ORB_ERR_INVALID_ARG,
+          "host index 2 of 2 hosts");
+    /* one host: exactly the flat choice */
+    orb_tuner_hosts_t one = {.nhosts = 1, .inter = tcp};
+    orb_tuner_choice_t a = choose_hosts((size_t)1 << 20, 8, NULL, &one), b = choose(ORB_COLL_ALLREDUCE,
+                                                                                    (size_t)1 << 20, 4, 8, 262144, 2);
+    CHECK(a.algo == b.algo && a.chunk_elems == b.chunk_elems && a.nchannels == b.nchannels &&
+              a.predicted_us == b.predicted_us,
+          "one host differs from no hosts");
+
+    /* every collective on every even host split: a plan that exists, hier only for allreduce */
+    static const size_t counts[] = {0, 1, 1000, (size_t)1 << 22};
+    for (int n = 2; n <= 64; n *= 2)
+        for (int H = 2; H <= n; H *= 2) {
+            blocked_hosts(n, H, map);
+            orb_tuner_hosts_t hh = {.nhosts = H, .host_of = map, .inter = tcp, .nics = 1};
+            for (int c = 0; c < ORB_NUM_COLLS; c++)
+                for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+                    orb_tuner_choice_t v;
+                    orb_status_t st =
+                        orb_tuner_choose_hosts((orb_coll_t)c, counts[k], 4, n, NULL, &hh, 262144, 4, &v);
+                    CHECK(st == ORB_OK && orb_plan_algo_supported((orb_coll_t)c, v.algo) &&
+                              (v.algo != ORB_ALGO_HIER || c == ORB_COLL_ALLREDUCE) && v.predicted_us >= 0 &&
+                              v.nchannels >= 1 && v.nchannels <= 4,
+                          "%s on %d hosts of %d: %s %s", orb_coll_name((orb_coll_t)c), H, n / H,
+                          orb_status_name(st), orb_algo_name(v.algo));
+                }
         }
 }
 
@@ -125,6 +247,7 @@ int main(void)
     setenv("ORBIT_DEBUG", "NONE", 1); /* the bogus override warns; keep the log clean */
     bounds();
     model();
+    hosts();
     overrides();
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);
