@@ -7,6 +7,7 @@
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
 #include "comm/coll_cuda.h"
+#include "comm/cuda_hooks.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -100,7 +101,7 @@ orb_status_t orb_group_end(void)
     }
     if (--group_depth > 0)
         return ORB_OK;
-    orb_status_t st = ORB_OK;
+    orb_status_t st = orb_cuda_group_end(); /* device calls of the group: one launch per communicator */
     /* Run each communicator's queued calls together, communicators in first-use order. */
     for (int i = 0; i < group_n; i++) {
         struct orb_comm *c = group_q[i].comm;
@@ -273,9 +274,13 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
     if (st != ORB_OK)
         return st;
     struct orb_comm *c = comm;
-    if (stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf))
+    if (stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf)) {
+        if (group_depth > 0)
+            return orb_cuda_group_add(c, (orb_coll_t)k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op,
+                                      k->root, stream);
         return orb_cuda_collective(c, (orb_coll_t)k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op,
                                    k->root, stream);
+    }
     size_t in_count, out_count;
     orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
     if (k->coll == ORB_COLL_BARRIER)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "comm/comm_impl.h"
+#include "comm/cuda_hooks.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/param.h"
@@ -623,14 +624,18 @@ orb_status_t orb_comm_init_env(orb_comm_t *comm)
     orb_unique_id_t id;
     orb_id_encode(&id, &a, secret);
     orb_status_t st = orb_comm_init_rank(comm, (int)size, id, (int)rank);
-    if (st == ORB_OK)
+    if (st == ORB_OK) {
         (*comm)->local_rank = (int)local;
+        if (ls)
+            orb_cuda_comm_bind_local_rank(*comm, (int)local); /* no CUDA call until a device buffer shows up */
+    }
     return st;
 }
 
 typedef struct {
     orb_comm_t *slot;
     int n, rank;
+    int device; /* -1: host rank */
     orb_unique_id_t id;
     orb_status_t st;
     char err[512];
@@ -640,6 +645,14 @@ static void *init_all_thread(void *p)
 {
     init_all_arg_t *a = p;
     a->st = orb_comm_init_rank(a->slot, a->n, a->id, a->rank);
+    if (a->st == ORB_OK && a->device >= 0) {
+        a->st = orb_cuda_comm_init_device(*a->slot, a->device, a->err, sizeof a->err);
+        if (a->st != ORB_OK) {
+            orb_comm_destroy(*a->slot);
+            *a->slot = NULL;
+        }
+        return NULL;
+    }
     if (a->st != ORB_OK)
         snprintf(a->err, sizeof a->err, "%s", orb_comm_last_error(NULL));
     return NULL;
@@ -651,14 +664,16 @@ orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices)
         orb_set_thread_error("orb_comm_init_all: need comms != NULL and ndev in 1..256 (ndev=%d)", ndev);
         return ORB_ERR_INVALID_ARG;
     }
+#ifndef ORB_HAVE_CUDA
     if (devices) {
         for (int i = 0; i < ndev; i++)
             if (devices[i] >= 0) {
-                orb_set_thread_error("orb_comm_init_all: devices[%d]=%d: this build of orbit has no device "
-                                     "executor; pass devices=NULL (or -1 entries) for host ranks", i, devices[i]);
+                orb_set_thread_error("orb_comm_init_all: devices[%d]=%d: this build of orbit has no CUDA support; "
+                                     "pass devices=NULL (or -1 entries) for host ranks", i, devices[i]);
                 return ORB_ERR_UNSUPPORTED;
             }
     }
+#endif
     orb_unique_id_t id;
     orb_status_t st = orb_get_unique_id(&id);
     if (st != ORB_OK)
@@ -671,7 +686,8 @@ orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices)
         return ORB_ERR_NO_MEMORY;
     }
     for (int i = 0; i < ndev; i++) {
-        args[i] = (init_all_arg_t){.slot = &comms[i], .n = ndev, .rank = i, .id = id};
+        args[i] = (init_all_arg_t){.slot = &comms[i], .n = ndev, .rank = i, .id = id,
+                                   .device = devices ? devices[i] : -1};
         pthread_create(&th[i], NULL, init_all_thread, &args[i]);
     }
     st = ORB_OK;
@@ -728,6 +744,7 @@ orb_status_t orb_comm_abort(orb_comm_t comm)
     atomic_store(&comm->async_error, ORB_ERR_ABORTED);
     if (comm->shm.self)
         orb_shm_ring(comm->shm.self);
+    orb_cuda_comm_abort(comm);
     return ORB_OK;
 }
 
@@ -741,6 +758,8 @@ orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error
         return ORB_ERR_INVALID_ARG;
     }
     *async_error = (orb_status_t)atomic_load(&comm->async_error);
+    if (*async_error == ORB_OK)
+        *async_error = orb_cuda_async_error(comm);
     return ORB_OK;
 }
 
@@ -750,6 +769,7 @@ orb_status_t orb_comm_destroy(orb_comm_t comm)
     if (st != ORB_OK)
         return st;
     live_remove(comm);
+    orb_cuda_comm_destroy(comm);
     comm_free(comm);
     return ORB_OK;
 }

@@ -44,6 +44,7 @@ struct orb_comm {
     orb_bootstrap_t bs;
     orb_shm_t shm;
     orb_net_t *net; /* ranks on other hosts */
+    struct orb_cuda_state *cuda; /* device path, set up by the first device call */
     orb_topo_t *topo;
     orb_topo_host_t *topo_host;
     orb_conn_t *send, *recv;

@@ -25,7 +25,8 @@
     X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
-    X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path")
+    X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
+    X(CUDA_PROTO, "ORBIT_CUDA_PROTO", "", "device protocol: ll (data and flag in one store), simple (slots); empty: by size")
 
 typedef enum {
 #define ORB_PARAM_ENUM_(id, env, def, help) ORB_PARAM_##id,

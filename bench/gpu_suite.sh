@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The device path in one go, sized for one device call (10 minutes): build, test, benchmark
+# orbit on device buffers against NCCL, and print a short table last. docs/gpu.md explains it.
+set -uo pipefail
+
+usage() {
+    cat <<USAGE
+usage: $0 [-B BUILD] [-t quick|full|none] [-s SIZES] [-n "RANKS..."] [-c COLLS] [-S] [-k]
+  -B BUILD   build directory (configured here if missing)     [build-gpu-suite]
+  -t TESTS   meson suite: quick (gpu-quick), full (gpu), none   [quick]
+  -s SIZES   bench sizes, MIN:MAX in bytes                       [8:64M]
+  -n RANKS   orbit rank counts on this host (one GPU each while
+             there are GPUs, then ranks share them)               ["1 2 4"]
+  -c COLLS   benches to run                                      ["allreduce allgather reduce_scatter broadcast"]
+  -S         also run compute-sanitizer memcheck and racecheck on a small case
+  -k         skip the build (use BUILD as it is)
+Prints stage timings as it goes and, last, busbw (GB/s) per collective and size.
+NCCL refuses two ranks on one GPU, so its column exists only up to the number of GPUs.
+USAGE
+}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-gpu-suite
+tests=quick
+sizes=8:64M
+ranks="1 2 4"
+colls="allreduce allgather reduce_scatter broadcast"
+sanitize=0
+do_build=1
+while getopts "B:t:s:n:c:Skh" opt; do
+    case $opt in
+    B) build=$OPTARG ;;
+    t) tests=$OPTARG ;;
+    s) sizes=$OPTARG ;;
+    n) ranks=$OPTARG ;;
+    c) colls=$OPTARG ;;
+    S) sanitize=1 ;;
+    k) do_build=0 ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+case $tests in quick | full | none) ;; *) echo "$0: -t takes quick, full or none" >&2; exit 2 ;; esac
+
+out=$build/gpu-suite
+t0=$SECONDS
+stage() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - t0)); }
+status=0
+
+stage "machine"
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
+    ngpu=$(nvidia-smi -L | grep -c '^GPU')
+else
+    echo "nvidia-smi not found"
+    ngpu=0
+fi
+nproc_=$(nproc)
+echo "$nproc_ CPUs, $ngpu GPU(s); MPS control pipes: $([ -e /tmp/nvidia-mps ] && echo found || echo none)"
+
+if [ $do_build = 1 ]; then
+    stage "build ($build)"
+    if [ ! -f "$build/build.ninja" ]; then
+        meson setup "$build" "$root" -Dwerror=true -Dcuda=enabled >"$build.setup.log" 2>&1 ||
+            { tail -30 "$build.setup.log"; exit 1; }
+    fi
+    ninja -C "$build" -j "$nproc_" >"$build.ninja.log" 2>&1 || { grep -E "error|FAILED" "$build.ninja.log" | head -40; exit 1; }
+    tail -1 "$build.ninja.log"
+fi
+mkdir -p "$out"
+orbitrun=$build/launcher/orbitrun
+
+if [ "$tests" != none ]; then
+    suite=gpu-quick
+    [ "$tests" = full ] && suite=gpu
+    stage "tests (meson suite $suite)"
+    meson test -C "$build" --suite "$suite" --num-processes 1 --print-errorlogs >"$out/tests.log" 2>&1 || status=1
+    grep -E "^ *[0-9]+/[0-9]+ " "$out/tests.log" | sed 's/  */ /g'
+    grep -E "^(Ok|Fail|Skipped|Timeout):" "$out/tests.log"
+fi
+
+if [ $sanitize = 1 ] && command -v compute-sanitizer >/dev/null; then
+    stage "compute-sanitizer"
+    san() {
+        local tool=$1
+        shift
+        if compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" >"$out/sanitizer-$tool.log" 2>&1; then
+            echo "$tool: clean ($*)"
+        else
+            status=1
+            echo "$tool: FAILED ($*):"
+            grep -E "=========" "$out/sanitizer-$tool.log" | head -20
+        fi
+    }
+    san memcheck "$build/tests/gpu/test_gpu_threads" -n 2 --quick --coll allreduce
+    san racecheck "$build/tests/gpu/test_gpu_threads" -n 2 --quick --coll allreduce
+    san memcheck "$build/tests/gpu/test_gpu_api" errors
+fi
+
+stage "benchmarks ($sizes; orbit ranks: $ranks; NCCL up to $ngpu rank(s))"
+for coll in $colls; do
+    for n in $ranks; do
+        ORBIT_DEBUG=WARN timeout 120 "$orbitrun" --no-tag -n "$n" "$build/bench/${coll}_bench" --device gpu \
+            --size "$sizes" --json "$out/orbit-$coll-n$n.json" >"$out/orbit-$coll-n$n.txt" 2>&1 ||
+            { echo "orbit $coll n=$n failed:"; tail -5 "$out/orbit-$coll-n$n.txt"; status=1; }
+        if [ "$n" -le "$ngpu" ] && [ -x "$build/bench/${coll}_bench" ]; then
+            timeout 120 "$orbitrun" --no-tag -n "$n" "$build/bench/${coll}_bench" --backend nccl \
+                --size "$sizes" --json "$out/nccl-$coll-n$n.json" >"$out/nccl-$coll-n$n.txt" 2>&1 ||
+                { echo "nccl $coll n=$n failed:"; tail -5 "$out/nccl-$coll-n$n.txt"; }
+        fi
+    done
+done
+
+stage "table: busbw GB/s, out-of-place (orbit with n ranks; NCCL where it can run)"
+python3 - "$out" "$ranks" <<'PY'
+import glob, json, os, sys
+out, ranks = sys.argv[1], sys.argv[2].split()
+rows = {}
+for path in glob.glob(os.path.join(out, "*.json")):
+    backend, coll, n = os.path.basename(path)[:-5].split("-", 2)
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("inplace"):
+            continue
+        rows.setdefault((r["coll"], r["size"]), {})[(backend, n[1:])] = r["busbw"]
+cols = [("orbit", n) for n in ranks] + sorted({k for v in rows.values() for k in v if k[0] == "nccl"})
+print("%-15s %10s " % ("collective", "bytes") + " ".join("%11s" % ("%s n=%s" % c) for c in cols))
+shown = {8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20}
+for (coll, size) in sorted(rows):
+    if size not in shown:
+        continue
+    v = rows[(coll, size)]
+    print("%-15s %10d " % (coll, size) + " ".join("%11s" % ("%.2f" % v[c] if c in v else "-") for c in cols))
+PY
+printf '\nstatus %d after %ds; logs in %s\n' $status $((SECONDS - t0)) "$out"
+exit $status

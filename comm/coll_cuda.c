@@ -1,0 +1,636 @@
+/* Device buffers: collectives enqueued on the caller's CUDA stream (coll_cuda.h).
+ *
+ * A call validates its arguments, resolves the buffers to device-accessible pointers, takes the
+ * host plan (the same plans the CPU executor runs) and its device copy, and launches one
+ * kernel: nothing waits on the host, so calls can be captured in a CUDA graph. With a NULL
+ * stream the call runs on the communicator's own stream and returns when it is done. Kernels
+ * report failures through the control page, which the next call reads (cuda_comm.c). */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "comm/coll_cuda.h"
+#include "comm/cuda_comm.h"
+#include "comm/cuda_hooks.h"
+#include "core/log.h"
+
+/* The kernels read the piece header through their own mirror of orb_slot_hdr_t. */
+#define SAME_FIELD(f) \
+    _Static_assert(offsetof(orb_slot_hdr_t, f) == offsetof(orb_cuda_hdr_t, f), "piece header field " #f)
+SAME_FIELD(seq);
+SAME_FIELD(count);
+SAME_FIELD(coll);
+SAME_FIELD(dtype);
+SAME_FIELD(op);
+SAME_FIELD(root);
+SAME_FIELD(nbytes);
+SAME_FIELD(step);
+SAME_FIELD(sender);
+_Static_assert(sizeof(orb_slot_hdr_t) == sizeof(orb_cuda_hdr_t), "piece header size");
+
+/* ---- device or host memory -------------------------------------------------------------------- */
+
+/* Every host collective asks this, so it must not create a CUDA context on a machine with a
+ * GPU (seconds and hundreds of MiB per process). A process that never loaded libcuda cannot
+ * hold device memory; one that did is asked through the driver, which needs no context. */
+typedef CUresult (*pointer_attr_fn)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+static pointer_attr_fn pointer_attr;
+
+int orb_cuda_is_device_ptr(const void *p)
+{
+    if (!p)
+        return 0;
+    pointer_attr_fn f = __atomic_load_n(&pointer_attr, __ATOMIC_ACQUIRE);
+    if (!f) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); /* never loads it */
+        if (!h)
+            return 0;
+        f = (pointer_attr_fn)dlsym(h, "cuPointerGetAttribute"); /* h stays open: f must stay valid */
+        if (!f)
+            return 0;
+        __atomic_store_n(&pointer_attr, f, __ATOMIC_RELEASE);
+    }
+    unsigned int type = 0;
+    CUresult rc = f(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+    if (rc == CUDA_SUCCESS)
+        return type == CU_MEMORYTYPE_DEVICE;
+    if (rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_NOT_INITIALIZED)
+        return 0; /* not memory CUDA knows */
+    struct cudaPointerAttributes a; /* anything else: the runtime sorts it out */
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* ---- one call --------------------------------------------------------------------------------- */
+
+typedef struct {
+    struct orb_comm *c;
+    orb_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    orb_dtype_t dtype;
+    orb_op_t op;
+    int root; /* or peer */
+    orb_stream_t stream;
+} dcall_t;
+
+static const char *fn_name(orb_coll_t coll)
+{
+    static const char *const names[ORB_NUM_COLLS] = {
+        "orb_allreduce", "orb_broadcast", "orb_reduce", "orb_gather", "orb_allgather", "orb_reduce_scatter",
+        "orb_send",      "orb_recv",      "orb_barrier",
+    };
+    return (unsigned)coll < ORB_NUM_COLLS ? names[coll] : "orb_collective";
+}
+
+static int is_rooted(orb_coll_t c) { return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER; }
+static int is_p2p(orb_coll_t c) { return c == ORB_COLL_SEND || c == ORB_COLL_RECV; }
+static int is_reduction(orb_coll_t c)
+{
+    return c == ORB_COLL_ALLREDUCE || c == ORB_COLL_REDUCE || c == ORB_COLL_REDUCE_SCATTER;
+}
+
+static int overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    const char *x = a, *y = b;
+    return alen && blen && x < y + blen && y < x + alen;
+}
+
+/* The host path's rules (coll_api.c), for calls that take this path instead. */
+static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t in_count, size_t out_count)
+{
+    const char *fn = fn_name(k->coll);
+    const int r = c->rank;
+    if ((unsigned)k->coll >= ORB_NUM_COLLS || k->coll == ORB_COLL_BARRIER)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: not a collective of the device path", fn, r);
+    if ((unsigned)k->dtype >= ORB_NUM_DTYPES)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                             "%s: rank %d: dtype=%d is not an orb_dtype_t (ORB_INT8..ORB_FLOAT64)", fn, r,
+                             (int)k->dtype);
+    if ((unsigned)k->op >= ORB_NUM_OPS)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: op=%d is not an orb_op_t (ORB_SUM..ORB_AVG)", fn,
+                             r, (int)k->op);
+    if ((is_rooted(k->coll) || is_p2p(k->coll)) && (k->root < 0 || k->root >= c->nranks))
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s=%d is out of range 0..%d", fn, r,
+                             is_p2p(k->coll) ? "peer" : "root", k->root, c->nranks - 1);
+    if (is_p2p(k->coll) && k->root == r)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is this rank itself; copy locally instead",
+                             fn, r, k->root);
+    size_t esz = orb_dtype_size(k->dtype);
+    size_t maxn = in_count > out_count ? in_count : out_count;
+    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER)
+                      ? (size_t)c->nranks
+                      : 1;
+    if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: count=%zu of %s overflows the address space", fn,
+                             r, k->count, orb_dtype_name(k->dtype));
+    if (in_count && !k->sendbuf)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu", fn, r,
+                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->count);
+    if (out_count && !k->recvbuf)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu%s", fn, r,
+                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->count,
+                             is_rooted(k->coll) ? " (this rank is the root)" : "");
+    const char *in = k->sendbuf;
+    const char *out = k->recvbuf;
+    int inplace_ok;
+    switch (k->coll) {
+    case ORB_COLL_GATHER:
+    case ORB_COLL_ALLGATHER:
+        inplace_ok = out && in == out + (size_t)r * k->count * esz;
+        break;
+    case ORB_COLL_REDUCE_SCATTER:
+        inplace_ok = out && out == in + (size_t)r * k->count * esz;
+        break;
+    default:
+        inplace_ok = in == out;
+    }
+    if (!inplace_ok && overlap(in, in_count * esz, out, out_count * esz))
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                             "%s: rank %d: sendbuf and recvbuf overlap without being the in-place layout; use "
+                             "separate buffers or the in-place form",
+                             fn, r);
+    return ORB_OK;
+}
+
+/* The pointer the kernels use for a user buffer: device memory of the communicator's GPU,
+ * managed memory, or mapped pinned host memory. */
+static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, const char *which,
+                                const void *p, const char **out)
+{
+    const char *fn = fn_name(k->coll);
+    struct cudaPointerAttributes a;
+    cudaError_t rc = cudaPointerGetAttributes(&a, p);
+    if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        a.type = cudaMemoryTypeUnregistered;
+    }
+    const char *d = NULL;
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+        if (a.device != s->device)
+            return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                                 "%s: rank %d: %s %p is memory of GPU %d, but this communicator runs on GPU %d "
+                                 "(cudaSetDevice before allocating, or bind the communicator to GPU %d)",
+                                 fn, c->rank, which, p, a.device, s->device, a.device);
+        d = p;
+        break;
+    case cudaMemoryTypeManaged:
+        d = p;
+        break;
+    case cudaMemoryTypeHost:
+        if (!a.devicePointer)
+            return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                                 "%s: rank %d: %s %p is pinned host memory without a device mapping "
+                                 "(cudaHostAllocMapped / cudaHostRegisterMapped)",
+                                 fn, c->rank, which, p);
+        d = a.devicePointer;
+        break;
+    default:
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                             "%s: rank %d: %s %p is neither device memory nor pinned host memory (pageable host "
+                             "memory, or a buffer already freed): pass cudaMalloc'd buffers with a stream, or host "
+                             "buffers with a NULL stream",
+                             fn, c->rank, which, p);
+    }
+    if ((uintptr_t)d % orb_dtype_size(k->dtype) != 0)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s %p is not aligned to its %s elements", fn,
+                             c->rank, which, p, orb_dtype_name(k->dtype));
+    *out = d;
+    return ORB_OK;
+}
+
+static int proto_for(size_t bytes)
+{
+    const char *e = getenv("ORBIT_CUDA_PROTO"); /* must match on every rank, like ORBIT_ALGO */
+    if (e && !strcasecmp(e, "ll"))
+        return ORB_CUDA_PROTO_LL;
+    if (e && !strcasecmp(e, "simple"))
+        return ORB_CUDA_PROTO_SIMPLE;
+    return bytes <= ORB_CUDA_LL_MAX_BYTES ? ORB_CUDA_PROTO_LL : ORB_CUDA_PROTO_SIMPLE;
+}
+
+/* Fill op for call k; *scratch_need: bytes of output room a non-root needs (0: none). */
+static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int pin,
+                            orb_cuda_op_t *op, size_t *scratch_need)
+{
+    const char *fn = fn_name(k->coll);
+    size_t in_count, out_count;
+    orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
+    orb_status_t st = validate(c, k, in_count, out_count);
+    if (st != ORB_OK)
+        return st;
+    const size_t esz = orb_dtype_size(k->dtype);
+    const char *in = NULL, *out = NULL;
+    if (in_count && (st = device_view(c, s, k, k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->sendbuf, &in)) != ORB_OK)
+        return st;
+    if (out_count && (st = device_view(c, s, k, k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->recvbuf, &out)) != ORB_OK)
+        return st;
+
+    orb_call_key_t key = {k->coll, k->count, esz, k->root, k->op};
+    const orb_plan_cache_entry_t *entry;
+    char why[512] = "";
+    st = orb_comm_plan(c, &key, &entry, why, sizeof why);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, why);
+    const orb_plan_t *plan = &entry->plan;
+    const orb_cuda_dplan_t *dp;
+    st = orb_cuda_state_plan(s, &key, plan, pin, &dp, why, sizeof why);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, why);
+
+    memset(op, 0, sizeof *op);
+    op->steps = dp->steps;
+    memcpy(op->lane_off, dp->lane_off, sizeof op->lane_off);
+    memcpy(op->lane_n, dp->lane_n, sizeof op->lane_n);
+    op->in = in;
+    op->out = (char *)out;
+    op->esize = (uint32_t)esz;
+    op->postdiv = k->op == ORB_AVG && is_reduction(k->coll) ? c->nranks : 0;
+    int proto = proto_for(k->count * esz);
+    if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(k->coll, plan->args.algo) > 1) {
+        /* A ring needs one slot more than the pieces of a step (plan.h): LL's small slots cut
+         * a big chunk into too many pieces for the FIFO, and the ring would stall. */
+        size_t per = ORB_CUDA_LL_SLOT_BYTES / esz;
+        if ((plan->args.chunk_elems + per - 1) / per + 1 > c->nslots)
+            proto = ORB_CUDA_PROTO_SIMPLE;
+    }
+    op->proto = (uint8_t)proto;
+    op->piece_elems = (uint32_t)(orb_cuda_slot_payload(op->proto, s->stride[op->proto]) / esz);
+    op->nlanes = (uint8_t)plan->nlanes;
+    op->typed = (uint8_t)is_reduction(k->coll);
+    op->sync_next = op->sync_prev = -1;
+    if (c->check_signatures && c->nranks > 1 && !is_p2p(k->coll) && (is_rooted(k->coll) || k->count == 0)) {
+        int pos = 0;
+        while (c->ring[pos] != c->rank)
+            pos++;
+        op->sync_next = c->ring[(pos + 1) % c->nranks];
+        op->sync_prev = c->ring[(pos + c->nranks - 1) % c->nranks];
+    }
+    op->sig.count = k->count;
+    op->sig.coll = (uint32_t)k->coll;
+    op->sig.dtype = (uint32_t)k->dtype;
+    op->sig.op = (uint32_t)k->op;
+    op->sig.root = k->coll == ORB_COLL_SEND ? c->rank : k->root; /* send and recv both carry the sender */
+    if (is_p2p(k->coll)) {
+        op->sig.coll = ORB_COLL_SEND;
+        op->sig.seq = 0; /* point-to-point calls are not collective: no shared sequence */
+    } else {
+        op->sig.seq = ++c->seq;
+    }
+    size_t nsteps = 0;
+    for (int ch = 0; ch < plan->nlanes; ch++)
+        nsteps += plan->lanes[ch].nsteps;
+    if (nsteps == 0 && op->sync_next < 0)
+        op->nlanes = 0; /* nothing to move: no blocks */
+    *scratch_need = orb_plan_out_is_scratch(plan) ? plan->out_count * esz : 0;
+    ORB_INFO("%s #%llu count %zu %s on the device: %s, chunk %zu elements, %d channel%s, %s protocol (%s)", fn,
+             (unsigned long long)op->sig.seq, k->count, orb_dtype_name(k->dtype), orb_algo_name(plan->args.algo),
+             plan->args.chunk_elems, plan->nlanes, plan->nlanes > 1 ? "s" : "",
+             op->proto == ORB_CUDA_PROTO_LL ? "LL" : "simple", entry->reason);
+    return ORB_OK;
+}
+
+/* The device of the first device buffer among the calls, -1 if none. */
+static int buffer_device(const dcall_t *k, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const void *bufs[2] = {k[i].sendbuf, k[i].recvbuf};
+        for (int j = 0; j < 2; j++) {
+            struct cudaPointerAttributes a;
+            if (!bufs[j])
+                continue;
+            if (cudaPointerGetAttributes(&a, bufs[j]) != cudaSuccess) {
+                (void)cudaGetLastError();
+                continue;
+            }
+            if (a.type == cudaMemoryTypeDevice)
+                return a.device;
+        }
+    }
+    return -1;
+}
+
+static orb_status_t ensure_setup(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int n)
+{
+    if (s->ready)
+        return ORB_OK;
+    char err[1024];
+    int d;
+    orb_status_t st = orb_cuda_state_pick_device(s, buffer_device(k, n), &d, err, sizeof err);
+    if (st == ORB_OK)
+        st = orb_cuda_state_setup(c, s, d, err, sizeof err);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: a stream or device buffers ask for the device path, but %s "
+                                    "(host buffers take a NULL stream)",
+                             fn_name(k[0].coll), c->rank, err);
+    return ORB_OK;
+}
+
+static orb_status_t finish_sync(struct orb_comm *c, struct orb_cuda_state *s, const char *fn)
+{
+    cudaError_t rc = cudaStreamSynchronize(s->internal);
+    if (rc != cudaSuccess) {
+        s->broken = ORB_ERR_CUDA;
+        snprintf(s->broken_msg, sizeof s->broken_msg, "a device call failed: %s (%s)", cudaGetErrorString(rc),
+                 cudaGetErrorName(rc));
+        (void)cudaGetLastError();
+        return orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: %s", fn, c->rank, s->broken_msg);
+    }
+    char err[1024];
+    orb_status_t st = orb_cuda_state_check(c, s, err, sizeof err);
+    return st == ORB_OK ? ORB_OK : orb_comm_fail(c, st, "%s", err);
+}
+
+/* Launch the calls k[0..n) of one communicator as one kernel. *pending: a NULL-stream launch
+ * whose end the caller still has to wait for (only when defer is set). */
+static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, int defer, int *pending)
+{
+    const char *fn = fn_name(k[0].coll);
+    struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
+    if (!s)
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
+    if (n > ORB_CUDA_MAX_OPS)
+        return orb_comm_fail(c, ORB_ERR_UNSUPPORTED,
+                             "%s: rank %d: %d device calls in one group on one communicator; at most %d (split "
+                             "the group)",
+                             fn, c->rank, n, ORB_CUDA_MAX_OPS);
+    for (int i = 1; i < n; i++)
+        if (k[i].stream != k[0].stream)
+            return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                                 "%s: rank %d: the device calls of one group on one communicator must share one "
+                                 "stream",
+                                 fn, c->rank);
+    char err[1024];
+    orb_status_t st = orb_cuda_state_check(c, s, err, sizeof err);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s", err);
+
+    int old = -1;
+    cudaGetDevice(&old);
+    (void)cudaGetLastError();
+    /* Allocations and uploads on a cache miss are legal while the caller captures a graph. */
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cudaStream_t stream = (cudaStream_t)k[0].stream;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    orb_cuda_launch_t *L = NULL;
+    if ((st = ensure_setup(c, s, k, n)) != ORB_OK)
+        goto out;
+    cudaError_t rc = cudaSetDevice(s->device);
+    if (rc == cudaSuccess && stream)
+        rc = cudaStreamIsCapturing(stream, &cs);
+    if (rc != cudaSuccess) {
+        st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: %s: %s", fn, c->rank,
+                           stream ? "cudaStreamIsCapturing (is the stream valid?)" : "cudaSetDevice",
+                           cudaGetErrorString(rc));
+        (void)cudaGetLastError();
+        goto out;
+    }
+    const int capturing = cs != cudaStreamCaptureStatusNone;
+    L = calloc(1, sizeof *L);
+    if (!L) {
+        st = orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
+        goto out;
+    }
+    size_t need[ORB_CUDA_MAX_OPS], total = 0;
+    int have_typed = 0;
+    for (int i = 0; i < n; i++) {
+        if ((st = prepare(c, s, &k[i], capturing, &L->ops[i], &need[i])) != ORB_OK)
+            goto out;
+        total += (need[i] + 255) / 256 * 256;
+        if (!L->ops[i].typed)
+            continue;
+        orb_op_t kop = k[i].op == ORB_AVG ? ORB_SUM : k[i].op; /* one kernel for both */
+        if (!have_typed) {
+            L->dtype = k[i].dtype;
+            L->op = k[i].op;
+            have_typed = 1;
+        } else if ((int)k[i].dtype != L->dtype || kop != (L->op == ORB_AVG ? ORB_SUM : (orb_op_t)L->op)) {
+            st = orb_comm_fail(c, ORB_ERR_UNSUPPORTED,
+                               "%s: rank %d: one group mixes device reductions of different dtypes or ops; the "
+                               "device executor runs one of each per launch (split the group)",
+                               fn, c->rank);
+            goto out;
+        }
+    }
+    if (total) {
+        char *base;
+        if ((st = orb_cuda_state_scratch(s, total, &base, err, sizeof err)) != ORB_OK) {
+            st = orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, err);
+            goto out;
+        }
+        for (int i = 0; i < n; i++)
+            if (need[i]) {
+                L->ops[i].out = base;
+                base += (need[i] + 255) / 256 * 256;
+            }
+    }
+    L->conns = s->conns;
+    L->ctrl = orb_cuda_ipc_ctrl_dev(&s->ipc, c->rank);
+    L->peer_ctrl = s->peer_ctrl;
+    L->dev = s->devstate;
+    L->stride[0] = s->stride[0];
+    L->stride[1] = s->stride[1];
+    L->timeout_ns = s->timeout_ns;
+    L->rank = c->rank;
+    L->nranks = c->nranks;
+    L->nchannels = c->nchannels;
+    L->nslots = c->nslots;
+    L->check_signatures = c->check_signatures;
+    L->nops = n;
+    int blocks = orb_cuda_exec_blocks(L);
+    if (blocks == 0)
+        goto out; /* nothing moves (count 0, no handshake) */
+    if (blocks * s->gpu_ranks > s->sm_count) {
+        /* one block per SM is guaranteed (launch bounds); more than that and blocks that wait
+         * for each other might never be resident together */
+        st = orb_comm_fail(c, ORB_ERR_UNSUPPORTED,
+                           "%s: rank %d: %d blocks per rank x %d ranks on this GPU exceed its %d SMs, and every "
+                           "block of every rank must be resident at once; use fewer calls per group or fewer "
+                           "channels (ORBIT_NCHANNELS)",
+                           fn, c->rank, blocks, s->gpu_ranks, s->sm_count);
+        goto out;
+    }
+
+    cudaStream_t ls = stream ? stream : s->internal;
+    /* calls of one communicator never overlap, whatever streams they come on (positions in
+     * the FIFOs are taken in launch order); a graph orders its own nodes */
+    if (!capturing && s->have_last && s->last_stream != ls && (rc = cudaStreamWaitEvent(ls, s->last_done, 0)) != cudaSuccess) {
+        st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: cudaStreamWaitEvent: %s", fn, c->rank, cudaGetErrorString(rc));
+        (void)cudaGetLastError();
+        goto out;
+    }
+    if ((st = orb_cuda_exec_launch(L, ls, err, sizeof err)) != ORB_OK) {
+        st = orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, err);
+        goto out;
+    }
+    if (!capturing) {
+        if ((rc = cudaEventRecord(s->last_done, ls)) != cudaSuccess) {
+            st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: cudaEventRecord: %s", fn, c->rank, cudaGetErrorString(rc));
+            (void)cudaGetLastError();
+            goto out;
+        }
+        s->last_stream = ls;
+        s->have_last = 1;
+    }
+    if (!stream) {
+        if (defer)
+            *pending = 1;
+        else
+            st = finish_sync(c, s, fn);
+    }
+out:
+    free(L);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (old >= 0)
+        cudaSetDevice(old);
+    return st;
+}
+
+orb_status_t orb_cuda_collective(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
+                                 size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
+{
+    dcall_t k = {c, coll, sendbuf, recvbuf, count, dtype, op, root, stream};
+    return launch_calls(c, &k, 1, 0, NULL);
+}
+
+/* ---- groups ------------------------------------------------------------------------------------- */
+
+static _Thread_local dcall_t *group_q;
+static _Thread_local int group_n, group_cap;
+
+orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
+                                size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
+{
+    dcall_t k = {c, coll, sendbuf, recvbuf, count, dtype, op, root, stream};
+    size_t in_count, out_count;
+    orb_plan_buffer_sizes(coll, c->nranks, c->rank, root, count, &in_count, &out_count);
+    orb_status_t st = validate(c, &k, in_count, out_count); /* the rest needs the device: at group end */
+    if (st != ORB_OK)
+        return st;
+    if (group_n == group_cap) {
+        int n = group_cap ? 2 * group_cap : 16;
+        dcall_t *q = realloc(group_q, (size_t)n * sizeof *q);
+        if (!q)
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn_name(coll), c->rank);
+        group_q = q;
+        group_cap = n;
+    }
+    group_q[group_n++] = k;
+    return ORB_OK;
+}
+
+typedef struct {
+    struct orb_comm *c;
+    const dcall_t *k;
+    int n;
+    orb_status_t st;
+} setup_job_t;
+
+static void *setup_thread(void *arg)
+{
+    setup_job_t *j = arg;
+    struct orb_cuda_state *s = orb_cuda_state_of(j->c, 1);
+    j->st = s ? ensure_setup(j->c, s, j->k, j->n) : ORB_ERR_NO_MEMORY;
+    return NULL;
+}
+
+/* One thread may drive several ranks (orb_comm_init_all): their setups are collective, so
+ * they run side by side, one thread each. */
+static orb_status_t setup_all(dcall_t *q, int n)
+{
+    setup_job_t *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int nj = 0;
+    orb_status_t st = ORB_OK;
+    if (!jobs || !th) {
+        free(jobs);
+        free(th);
+        return ORB_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < n; i++) {
+        struct orb_cuda_state *s = orb_cuda_state_of(q[i].c, 1);
+        int seen = 0;
+        for (int j = 0; j < nj && !seen; j++)
+            seen = jobs[j].c == q[i].c;
+        if (!seen && (!s || !s->ready))
+            jobs[nj++] = (setup_job_t){q[i].c, &q[i], 1, ORB_OK};
+    }
+    if (nj == 1) {
+        setup_thread(&jobs[0]);
+    } else {
+        int started = 0;
+        for (; started < nj; started++)
+            if (pthread_create(&th[started], NULL, setup_thread, &jobs[started]) != 0)
+                break;
+        for (int j = 0; j < started; j++)
+            pthread_join(th[j], NULL);
+        if (started < nj)
+            st = ORB_ERR_SYSTEM;
+    }
+    for (int j = 0; j < nj && st == ORB_OK; j++)
+        st = jobs[j].st;
+    free(jobs);
+    free(th);
+    return st;
+}
+
+orb_status_t orb_cuda_group_end(void)
+{
+    if (group_n == 0)
+        return ORB_OK;
+    dcall_t *q = group_q;
+    int n = group_n;
+    group_q = NULL;
+    group_n = group_cap = 0;
+    orb_status_t st = setup_all(q, n);
+    dcall_t *mine = malloc((size_t)n * sizeof *mine);
+    struct orb_comm **sync = calloc((size_t)n, sizeof *sync);
+    int nsync = 0;
+    if (!mine || !sync)
+        st = ORB_ERR_NO_MEMORY;
+    /* one launch per communicator, in first-use order, none waiting for another */
+    for (int i = 0; i < n && st == ORB_OK; i++) {
+        struct orb_comm *c = q[i].c;
+        if (!c)
+            continue;
+        int m = 0;
+        for (int j = i; j < n; j++)
+            if (q[j].c == c) {
+                mine[m++] = q[j];
+                q[j].c = NULL;
+            }
+        int pending = 0;
+        st = launch_calls(c, mine, m, 1, &pending);
+        if (pending)
+            sync[nsync++] = c;
+    }
+    /* NULL-stream groups return when done: wait only after every launch is out */
+    for (int i = 0; i < nsync; i++) {
+        struct orb_cuda_state *s = orb_cuda_state_of(sync[i], 0);
+        int old = -1;
+        cudaGetDevice(&old);
+        cudaSetDevice(s->device);
+        orb_status_t fs = finish_sync(sync[i], s, "orb_group_end");
+        if (st == ORB_OK)
+            st = fs;
+        if (old >= 0)
+            cudaSetDevice(old);
+    }
+    free(mine);
+    free(sync);
+    free(q);
+    return st;
+}

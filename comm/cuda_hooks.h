@@ -1,0 +1,67 @@
+/* What the communicator life cycle (comm.c) and the collective entry (coll_api.c) call into
+ * the device path. Built with CUDA (ORB_HAVE_CUDA, set by comm/meson.build) these are
+ * cuda_comm.c and coll_cuda.c; without it, the inline stubs below. */
+#ifndef ORB_COMM_CUDA_HOOKS_H
+#define ORB_COMM_CUDA_HOOKS_H
+
+#include <stddef.h>
+
+#include "collectives/plan.h"
+#include "comm/coll_cuda.h"
+#include "orbit.h"
+
+struct orb_comm;
+
+#ifdef ORB_HAVE_CUDA
+
+/* orb_comm_init_all with devices: bind the rank to device and set the device path up now,
+ * in the rank's init thread (collective: every rank's thread calls it). */
+orb_status_t orb_cuda_comm_init_device(struct orb_comm *c, int device, char *err, size_t errlen);
+/* orb_comm_init_env: the device will be local_rank modulo the device count. Touches no CUDA:
+ * the device path is set up by the first call on device buffers. */
+void orb_cuda_comm_bind_local_rank(struct orb_comm *c, int local_rank);
+/* The device path's setup (also done lazily by the first device call of every rank). */
+orb_status_t orb_cuda_comm_setup(struct orb_comm *c, char *err, size_t errlen);
+/* orb_comm_abort: this rank's kernels stop, its peers' kernels stop waiting for it. */
+void orb_cuda_comm_abort(struct orb_comm *c);
+/* orb_comm_destroy, before the bootstrap and shared memory go: frees the device path. */
+void orb_cuda_comm_destroy(struct orb_comm *c);
+/* orb_comm_get_async_error: a failure a kernel reported since the last call, else ORB_OK. */
+orb_status_t orb_cuda_async_error(struct orb_comm *c);
+/* Inside orb_group_start/end: queue a device call; orb_group_end launches the queue, one
+ * kernel per communicator. */
+orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
+                                size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream);
+orb_status_t orb_cuda_group_end(void);
+
+#else
+
+static inline orb_status_t orb_cuda_comm_init_device(struct orb_comm *c, int device, char *err, size_t errlen)
+{
+    (void)c, (void)err, (void)errlen, (void)device;
+    return ORB_ERR_UNSUPPORTED;
+}
+static inline void orb_cuda_comm_bind_local_rank(struct orb_comm *c, int local_rank) { (void)c, (void)local_rank; }
+static inline orb_status_t orb_cuda_comm_setup(struct orb_comm *c, char *err, size_t errlen)
+{
+    (void)c, (void)err, (void)errlen;
+    return ORB_ERR_UNSUPPORTED;
+}
+static inline void orb_cuda_comm_abort(struct orb_comm *c) { (void)c; }
+static inline void orb_cuda_comm_destroy(struct orb_comm *c) { (void)c; }
+static inline orb_status_t orb_cuda_async_error(struct orb_comm *c)
+{
+    (void)c;
+    return ORB_OK;
+}
+static inline orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf,
+                                              void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op,
+                                              int root, orb_stream_t stream)
+{
+    return orb_cuda_collective(c, coll, sendbuf, recvbuf, count, dtype, op, root, stream); /* says why not */
+}
+static inline orb_status_t orb_cuda_group_end(void) { return ORB_OK; }
+
+#endif
+
+#endif
