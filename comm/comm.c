@@ -220,13 +220,8 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
         atomic_store(&c->async_error, ORB_ERR_PEER_LOST);
         return ORB_ERR_PEER_LOST;
     }
-    lost = -1;
-    if (orb_bootstrap_check(&c->bs, &lost) != ORB_OK && lost >= 0 && !c->shm.peers[lost]) {
-        snprintf(err, errlen, "rank %d (on %s) closed its connection to rank %d: it died or left", lost,
-                 c->bs.cards[lost].hostname, c->rank);
-        atomic_store(&c->async_error, ORB_ERR_PEER_LOST);
-        return ORB_ERR_PEER_LOST;
-    }
+    /* Ranks on other hosts are watched by the network transport, which tells a crash from a
+     * rank that finished first and left (the bootstrap socket cannot). */
     return ORB_OK;
 }
 
@@ -745,6 +740,7 @@ orb_status_t orb_comm_abort(orb_comm_t comm)
     if (comm->shm.self)
         orb_shm_ring(comm->shm.self);
     orb_cuda_comm_abort(comm);
+    orb_net_set_aborted(comm->net); /* async-signal-safe: destroy will not wait to flush */
     return ORB_OK;
 }
 

@@ -15,13 +15,14 @@
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to the cores of its device's NUMA node")      \
-    X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP connections per peer pair (0: the tuner decides)")
+    X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)")
 
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO, TRACE")                     \
     X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier (empty: the tuner decides)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it)") \
+    X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system: keep the host's default)") \
     X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \

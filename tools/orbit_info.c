@@ -14,7 +14,7 @@ int main(int argc, char **argv)
     }
     printf("orbit %d.%d\n", ORBIT_VERSION_MAJOR, ORBIT_VERSION_MINOR);
     printf("  float16 kernels: %s\n", orb_kernel_half_impl());
-    printf("  transports: shm\n\nEnvironment variables:\n");
+    printf("  transports: shm (same host), tcp (other hosts)\n\nEnvironment variables:\n");
     orb_param_print_all(stdout);
     return 0;
 }

@@ -33,6 +33,9 @@ orb_status_t orb_net_connect(orb_net_t *net, const orb_card_t *cards, const int 
 void orb_net_post_error(orb_net_t *net, int peer, orb_status_t st, const char *msg);
 /* Non-blocking: ORB_ERR_PEER_LOST with *lost set when a peer's socket closed or failed. */
 orb_status_t orb_net_check(orb_net_t *net, int *lost);
+/* The job was aborted (orb_comm_abort): destroy will not wait for queued sends to drain.
+ * Async-signal-safe. */
+void orb_net_set_aborted(orb_net_t *net);
 void orb_net_destroy(orb_net_t *net);
 
 #endif

@@ -1,6 +1,7 @@
 /* Fuzz target for every parser of bytes that arrive from the network: bootstrap message
- * headers, hello bodies (rank cards), unique ids (binary and text), and the signatures in
- * slot headers. The first byte picks the parser; the rest is the message.
+ * headers, hello bodies (rank cards), unique ids (binary and text), the signatures in slot
+ * headers, and the TCP transport's connection hello and frame headers. The first byte picks
+ * the parser; the rest is the message.
  * Built as a libFuzzer target with clang (-Dfuzz=enabled), and always as fuzz_replay, which
  * runs the kept corpus and every past crash as a regression test. */
 #include <stdint.h>
@@ -9,6 +10,7 @@
 
 #include "collectives/exec.h"
 #include "transport/bootstrap.h"
+#include "transport/tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -16,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    const uint8_t which = data[0] % 5;
+    const uint8_t which = data[0] % 7;
     data++;
     size--;
     char why[256];
@@ -55,6 +57,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         str[n] = 0;
         orb_unique_id_t id;
         orb_unique_id_from_string(str, &id);
+        break;
+    }
+    case 5: { /* a TCP connection hello */
+        orb_tcp_hello_t h;
+        memset(&h, 0, sizeof h);
+        memcpy(&h, data, size < sizeof h ? size : sizeof h);
+        orb_tcp_hello_check(&h, secret, 1, 4, 2, 8, 262144, why, sizeof why);
+        break;
+    }
+    case 6: { /* a TCP frame header */
+        orb_tcp_frame_t f;
+        memset(&f, 0, sizeof f);
+        memcpy(&f, data, size < sizeof f ? size : sizeof f);
+        orb_tcp_frame_check(&f, 262144, why, sizeof why);
         break;
     }
     default: { /* a slot header's signature, as a mismatch message would print it */

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# All-reduce across two "hosts" (network namespaces joined by a bridge, 1 rank each, real
+# TCP): orbit, Open MPI over TCP and Gloo side by side in one run, with iperf3 measuring the
+# same link. Each repetition runs every contender once, in a rotating order, so a noisy
+# machine hurts all alike; the table shows medians. Needs root (ip netns), Open MPI,
+# iperf3 and Debian's python3-torch at /usr/bin/python3; a missing peer is left out.
+set -uo pipefail
+
+usage() {
+    cat <<USAGE
+usage: $0 [-r REPS] [-o OUTDIR] [-s SIZES] [-f FACTOR] [-d NETEM] [-b RATE] BUILD_DIR
+  -r REPS     repetitions of the whole set                         [3]
+  -s SIZES    MIN:MAX bytes, K/M/G suffixes                        [8:64M]
+  -f FACTOR   size step                                            [2]
+  -d NETEM    tc netem arguments for both hosts' egress (e.g. "delay 1ms")
+  -b RATE     a tc tbf rate limit for both hosts' egress (e.g. "5gbit")
+  -o OUTDIR   keep every run's output and JSON here                [a temporary dir, removed]
+Contenders: orbit   BUILD_DIR/bench/allreduce_bench --backend custom (torchrun-style env)
+            mpi     the same bench --backend mpi under mpirun --mca btl tcp,self
+            gloo    bench/gloo_allreduce.py (torch.distributed, GLOO_SOCKET_IFNAME=eth0)
+            iperf3  3 s of one TCP stream h1 -> h2 (GB/s) per repetition: with the system's
+                    congestion control, with cubic (what orbit's sockets use), and with cubic
+                    both ways at once (--bidir, the mean of the two ways)
+The summary reports busbw (GB/s) and orbit's ratio to the better peer, to the better one-way
+iperf3 median and to the two-way one. With 2 ranks an all-reduce sends busbw bytes per
+second in each direction at once, so the two-way figure is the link it runs on; on a real
+full-duplex NIC the two are about equal, on veth pairs both ways share the same CPUs.
+USAGE
+}
+
+reps=3 sizes=8:64M factor=2 netem="" rate="" outdir=""
+while getopts "r:s:f:d:b:o:h" opt; do
+    case $opt in
+    r) reps=$OPTARG ;;
+    s) sizes=$OPTARG ;;
+    f) factor=$OPTARG ;;
+    d) netem=$OPTARG ;;
+    b) rate=$OPTARG ;;
+    o) outdir=$OPTARG ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 1 ] || { usage >&2; exit 2; }
+build=$(cd "$1" && pwd) || exit 2
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench=$build/bench/allreduce_bench
+[ -x "$bench" ] || { echo "$0: $bench: not built (ninja -C $1)" >&2; exit 2; }
+# shellcheck source=../tests/net/netns_lib.sh
+. "$here/../tests/net/netns_lib.sh"
+
+contenders=(orbit)
+if command -v mpirun >/dev/null && "$bench" --backend mpi --help >/dev/null 2>&1; then
+    contenders+=(mpi)
+else
+    echo "# mpi: left out (no mpirun, or the bench was built without Open MPI)" >&2
+fi
+if /usr/bin/python3 -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then
+    contenders+=(gloo)
+else
+    echo "# gloo: left out (no torch.distributed with Gloo at /usr/bin/python3)" >&2
+fi
+have_iperf=0
+command -v iperf3 >/dev/null && have_iperf=1
+
+orbtest_setup 2 "$netem" "$rate" || { echo "$0: cannot run: $ORBTEST_SKIP" >&2; exit 77; }
+[ -n "$outdir" ] || outdir=$ORBTEST_WORK/out
+mkdir -p "$outdir"
+rm -f "$outdir"/*.json "$outdir"/iperf.txt
+
+run() { # contender rep
+    local c=$1 rep=$2 json=$outdir/$1.$2.json log=$outdir/$1.$2
+    echo "# rep $rep/$reps: $c" >&2
+    case $c in
+    orbit)
+        orbtest_job torchrun 1 900 "$log" -- "$bench" --backend custom --size "$sizes" --factor "$factor" \
+            --no-inplace --json "$json" ;;
+    mpi)
+        orbtest_job mpi 1 900 "$log" -- --mca btl tcp,self "$bench" --backend mpi --size "$sizes" \
+            --factor "$factor" --no-inplace --json "$json" ;;
+    gloo)
+        orbtest_job torchrun 1 900 "$log" GLOO_SOCKET_IFNAME=eth0 -- /usr/bin/python3 "$here/gloo_allreduce.py" \
+            --size "$sizes" --factor "$factor" --json "$json" ;;
+    esac || { orbtest_show "$log" 1 | tail -n 20 >&2; echo "$0: the $c run failed" >&2; exit 1; }
+}
+
+for ((rep = 1; rep <= reps; rep++)); do
+    n=${#contenders[@]}
+    for ((i = 0; i < n; i++)); do run "${contenders[$(((i + rep - 1) % n))]}" "$rep"; done
+    if [ "$have_iperf" = 1 ]; then
+        bw=$(orbtest_iperf 3)
+        bwc=$(orbtest_iperf 3 cubic)
+        bwb=$(orbtest_iperf 3 cubic bidir)
+        echo "# rep $rep/$reps: iperf3 $bw GB/s, with cubic $bwc GB/s, both ways $bwb GB/s each" >&2
+        echo "$bw" >>"$outdir/iperf.txt"
+        echo "$bwc" >>"$outdir/iperf_cubic.txt"
+        echo "$bwb" >>"$outdir/iperf_bidir.txt"
+    fi
+done
+
+/usr/bin/python3 - "$outdir" "${contenders[@]}" <<'PY'
+import glob, json, os, statistics, sys
+outdir, names = sys.argv[1], sys.argv[2:]
+rows = {}
+for name in names:
+    for path in glob.glob(os.path.join(outdir, name + ".*.json")):
+        for line in open(path):
+            r = json.loads(line)
+            rows.setdefault((name, r["size"]), []).append(r)
+def floats(name):
+    path = os.path.join(outdir, name)
+    return [float(x) for x in open(path) if x.strip()] if os.path.exists(path) else []
+iperf, iperf_cubic, iperf_bidir = floats("iperf.txt"), floats("iperf_cubic.txt"), floats("iperf_bidir.txt")
+cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+links = [statistics.median(v) for v in (iperf, iperf_cubic) if v]
+link = max(links) if links else None
+link2 = statistics.median(iperf_bidir) if iperf_bidir else None
+sizes = sorted({s for (_, s) in rows})
+med = lambda name, s, k: statistics.median(r[k] for r in rows[(name, s)]) if (name, s) in rows else None
+print("# all-reduce float32 sum, 2 hosts x 1 rank, medians of %d runs each" % max(len(v) for v in rows.values()))
+for name, v in (("one way, system default " + cc, iperf), ("one way, cubic", iperf_cubic),
+                ("both ways at once, cubic, per way", iperf_bidir)):
+    if v:
+        print("# iperf3 h1 <-> h2 (%s): median %.2f GB/s (runs: %s)" % (name, statistics.median(v),
+                                                                      " ".join("%.2f" % x for x in v)))
+head = "%12s" % "bytes"
+for n in names:
+    head += "  %10s %8s" % (n + " us", "GB/s")
+head += "  %9s" % "vs peer"
+if link:
+    head += "  %9s" % "vs 1-way"
+if link2:
+    head += "  %9s" % "vs 2-way"
+print(head)
+for s in sizes:
+    line = "%12d" % s
+    for n in names:
+        t, b = med(n, s, "time_us"), med(n, s, "busbw")
+        line += "  %10s %8s" % ("-" if t is None else "%.1f" % t, "-" if b is None else "%.3f" % b)
+    o = med("orbit", s, "busbw")
+    peers = [med(n, s, "busbw") for n in names if n != "orbit" and med(n, s, "busbw")]
+    line += "  %9s" % ("%.2fx" % (o / max(peers)) if o and peers and max(peers) > 0 else "-")
+    for l in (link, link2):
+        if l:
+            line += "  %8.0f%%" % (100 * o / l) if o else "  %9s" % "-"
+    print(line)
+wrong = [r for v in rows.values() for r in v if r.get("wrong")]
+if wrong:
+    print("# %d rows reported wrong results" % len(wrong))
+PY

@@ -1,0 +1,462 @@
+/* The TCP transport on its own: two ranks as threads of this process, talking over loopback
+ * through net.h and the connection ops, no communicator around them.
+ *
+ *   test_tcp wire      the wire checks and the stripe split, no sockets
+ *   test_tcp data      pieces of every size both ways on every channel, ring wrap-around,
+ *                      flow control with a slow reader (run with ORBIT_NSOCKS=1 and >1)
+ *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
+ *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
+ *   test_tcp handshake strangers at the listener are dropped; a settings mismatch fails both
+ *                      sides with the reason
+ * Prints "N passed, N failed". */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "transport/net.h"
+#include "transport/tcp_wire.h"
+
+#define NCH 2
+
+static int passed, failed;
+
+static void check(int ok, const char *what)
+{
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        fprintf(stderr, "FAIL: %s\n", what);
+    }
+}
+
+/* ---- one side ------------------------------------------------------------------------- */
+
+typedef struct {
+    int rank;
+    orb_net_t *net;
+    orb_card_t cards[2];
+    orb_conn_t send[2 * NCH], recv[2 * NCH];
+    _Atomic int wakes, errors;
+    _Atomic int err_from, err_status;
+    char err_msg[256];
+    /* connect's outcome, run on its own thread */
+    size_t slot_bytes;
+    uint32_t nslots;
+    orb_status_t st;
+    char err[512];
+} side_t;
+
+static const uint8_t secret[ORB_SECRET_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+static void on_wake(void *arg)
+{
+    side_t *s = arg;
+    atomic_fetch_add(&s->wakes, 1);
+}
+
+static void on_error(void *arg, int from, orb_status_t st, const char *msg)
+{
+    side_t *s = arg;
+    snprintf(s->err_msg, sizeof s->err_msg, "%s", msg);
+    atomic_store(&s->err_from, from);
+    atomic_store(&s->err_status, st);
+    atomic_fetch_add(&s->errors, 1);
+}
+
+static orb_status_t side_create(side_t *s, int rank, uint32_t nslots, size_t slot_bytes)
+{
+    memset(s, 0, sizeof *s);
+    s->rank = rank;
+    s->nslots = nslots;
+    s->slot_bytes = slot_bytes;
+    orb_net_callbacks_t cb = {.wake = on_wake, .on_error = on_error, .arg = s};
+    s->cards[rank].rank = rank;
+    snprintf(s->cards[rank].hostname, sizeof s->cards[rank].hostname, "side%d", rank);
+    char err[256] = "";
+    orb_status_t st = orb_net_create(&s->net, rank, 2, NCH, nslots, slot_bytes, secret, &cb, &s->cards[rank], err,
+                                     sizeof err);
+    if (st != ORB_OK)
+        fprintf(stderr, "orb_net_create: %s\n", err);
+    return st;
+}
+
+static void *connect_main(void *arg)
+{
+    side_t *s = arg;
+    int peer = 1 - s->rank;
+    s->st = orb_net_connect(s->net, s->cards, &peer, 1, s->send, s->recv, orb_now() + 10, s->err, sizeof s->err);
+    return NULL;
+}
+
+/* Connect a and b to each other (cards exchanged by hand, as the bootstrap would). */
+static void connect_pair(side_t *a, side_t *b)
+{
+    a->cards[1] = b->cards[1];
+    b->cards[0] = a->cards[0];
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, connect_main, a);
+    pthread_create(&tb, NULL, connect_main, b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+}
+
+static int make_pair(side_t *a, side_t *b, uint32_t nslots, size_t slot_bytes)
+{
+    if (side_create(a, 0, nslots, slot_bytes) != ORB_OK || side_create(b, 1, nslots, slot_bytes) != ORB_OK)
+        return -1;
+    connect_pair(a, b);
+    if (a->st != ORB_OK || b->st != ORB_OK) {
+        fprintf(stderr, "connect: rank 0: %s / rank 1: %s\n", a->err, b->err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- wire ----------------------------------------------------------------------------- */
+
+static int mode_wire(void)
+{
+    char why[256];
+    orb_tcp_hello_t h = {.magic = ORB_TCP_HELLO_MAGIC, .version = ORB_TCP_VERSION, .from = 0, .to = 1, .nranks = 2,
+                         .channel = 1, .stripe = 1, .nchannels = 2, .nsocks = 2, .nslots = 8, .slot_bytes = 4096};
+    memcpy(h.secret, secret, sizeof secret);
+    check(orb_tcp_hello_check(&h, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_OK, "a good hello passes");
+    orb_tcp_hello_t b = h;
+    b.secret[3] ^= 1;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL &&
+              strstr(why, "secret"), "a wrong secret is a stranger");
+    b = h;
+    b.magic = 0x47455420; /* "GET " */
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "bad magic");
+    b = h;
+    b.to = 0;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "wrong addressee");
+    b = h;
+    b.from = 1;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL,
+          "only the lower rank connects");
+    b = h;
+    b.stripe = 2;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "stripe range");
+    b = h;
+    b.nsocks = ORB_TCP_MAX_NSOCKS + 1;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "nsocks range");
+    b = h;
+    b.slot_bytes = 8192;
+    check(orb_tcp_hello_check(&b, secret, 1, 2, 2, 8, 4096, why, sizeof why) == ORB_ERR_MISMATCH &&
+              strstr(why, "ORBIT_SHM_SLOT_BYTES"), "a settings mismatch names the knobs");
+
+    orb_tcp_frame_t f = {.magic = ORB_TCP_FRAME_MAGIC, .len = 100, .off = 50, .hdr = {.nbytes = 150}};
+    check(orb_tcp_frame_check(&f, 4096, why, sizeof why) == ORB_OK, "a good frame passes");
+    f.len = 101;
+    check(orb_tcp_frame_check(&f, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "frame past its piece");
+    f = (orb_tcp_frame_t){.magic = ORB_TCP_FRAME_MAGIC, .len = 0, .off = 0, .hdr = {.nbytes = 4097}};
+    check(orb_tcp_frame_check(&f, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "piece larger than a slot");
+    f = (orb_tcp_frame_t){.magic = ORB_TCP_FRAME_MAGIC, .len = 0xffffffffu, .off = 2, .hdr = {.nbytes = 4}};
+    check(orb_tcp_frame_check(&f, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "no overflow in off + len");
+    f.magic = 0;
+    check(orb_tcp_frame_check(&f, 4096, why, sizeof why) == ORB_ERR_PROTOCOL, "frame magic");
+
+    /* The stripes of any size tile it exactly, in order, and stripe 0 is never empty when
+     * the piece is not. */
+    int tiled = 1;
+    for (int ns = 1; ns <= ORB_TCP_MAX_NSOCKS; ns++)
+        for (uint32_t n = 0; n < (4u << 20); n = n * 3 + 1 + (n & 7)) {
+            uint32_t next = 0;
+            for (int k = 0; k < ns; k++) {
+                uint32_t off, len;
+                orb_tcp_stripe(n, ns, k, &off, &len);
+                if (len && off != next)
+                    tiled = 0;
+                if (k == 0 && n && !len)
+                    tiled = 0;
+                next = len ? off + len : next;
+            }
+            if (next != n)
+                tiled = 0;
+        }
+    check(tiled, "stripes tile every piece size");
+    return 0;
+}
+
+/* ---- data ----------------------------------------------------------------------------- */
+
+#define NPIECES 600
+
+static uint32_t piece_len(int from, int ch, int i, size_t slot_bytes)
+{
+    uint32_t x = (uint32_t)(i * 2654435761u) ^ (uint32_t)(from * 977 + ch * 131);
+    switch (i % 5) {
+    case 0:
+        return 0;
+    case 1:
+        return x % 64;
+    case 2:
+        return (uint32_t)slot_bytes;
+    default:
+        return x % (uint32_t)(slot_bytes + 1);
+    }
+}
+
+static uint8_t piece_byte(int from, int ch, int i, uint32_t k) { return (uint8_t)(from * 31 + ch * 7 + i * 13 + k * 3 + (k >> 9)); }
+
+typedef struct {
+    side_t *s;
+    int slow; /* the receiver dawdles: the sender's ring and the sockets fill up */
+    int bad;
+} pump_t;
+
+static void *pump_main(void *arg)
+{
+    pump_t *p = arg;
+    side_t *s = p->s;
+    int peer = 1 - s->rank;
+    int sent[NCH] = {0}, got[NCH] = {0};
+    double deadline = orb_now() + 60;
+    while (orb_now() < deadline) {
+        int busy = 0, left = 0;
+        for (int ch = 0; ch < NCH; ch++) {
+            orb_conn_t *sc = &s->send[peer * NCH + ch], *rc = &s->recv[peer * NCH + ch];
+            if (sent[ch] < NPIECES) {
+                left = 1;
+                orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
+                if (h) {
+                    uint32_t n = piece_len(s->rank, ch, sent[ch], s->slot_bytes);
+                    uint8_t *d = (uint8_t *)(h + 1);
+                    for (uint32_t k = 0; k < n; k++)
+                        d[k] = piece_byte(s->rank, ch, sent[ch], k);
+                    *h = (orb_slot_hdr_t){.seq = (uint64_t)sent[ch], .nbytes = n, .step = (uint32_t)ch,
+                                          .sender = s->rank};
+                    sc->ops->send_post(sc);
+                    sent[ch]++;
+                    busy = 1;
+                }
+            }
+            if (got[ch] < NPIECES) {
+                left = 1;
+                if (p->slow && (got[ch] % 50) == 25)
+                    usleep(2000);
+                orb_slot_hdr_t *h = rc->ops->recv_acquire(rc);
+                if (h) {
+                    uint32_t n = piece_len(peer, ch, got[ch], s->slot_bytes);
+                    const uint8_t *d = (const uint8_t *)(h + 1);
+                    int ok = h->seq == (uint64_t)got[ch] && h->nbytes == n && h->sender == peer &&
+                             h->step == (uint32_t)ch;
+                    for (uint32_t k = 0; ok && k < n; k++)
+                        ok = d[k] == piece_byte(peer, ch, got[ch], k);
+                    if (!ok && p->bad++ < 5)
+                        fprintf(stderr, "rank %d: piece %d of channel %d from rank %d is wrong (seq %llu, %u bytes)\n",
+                                s->rank, got[ch], ch, peer, (unsigned long long)h->seq, h->nbytes);
+                    rc->ops->recv_release(rc);
+                    got[ch]++;
+                    busy = 1;
+                }
+            }
+        }
+        if (!left)
+            return NULL;
+        if (!busy)
+            sched_yield();
+    }
+    p->bad += 1000;
+    fprintf(stderr, "rank %d: stuck: sent %d/%d, got %d/%d\n", s->rank, sent[0], sent[1], got[0], got[1]);
+    return NULL;
+}
+
+static int mode_data(void)
+{
+    static const struct {
+        uint32_t nslots;
+        size_t slot_bytes;
+        int slow;
+    } cfg[] = {{2, 4096, 0}, {8, 256 << 10, 0}, {3, 200 << 10, 1}};
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        side_t a, b;
+        if (make_pair(&a, &b, cfg[i].nslots, cfg[i].slot_bytes) != 0) {
+            check(0, "connect a pair");
+            return 1;
+        }
+        pump_t pa = {.s = &a, .slow = cfg[i].slow}, pb = {.s = &b, .slow = cfg[i].slow};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, pump_main, &pa);
+        pthread_create(&tb, NULL, pump_main, &pb);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        char what[128];
+        snprintf(what, sizeof what, "%d pieces each way on %d channels, %u slots of %zu bytes%s: all intact",
+                 NPIECES, NCH, cfg[i].nslots, cfg[i].slot_bytes, cfg[i].slow ? ", slow reader" : "");
+        check(pa.bad == 0 && pb.bad == 0, what);
+        int lost = -1;
+        check(orb_net_check(a.net, &lost) == ORB_OK && orb_net_check(b.net, &lost) == ORB_OK, "nobody lost");
+        orb_net_destroy(a.net);
+        orb_net_destroy(b.net);
+    }
+    return 0;
+}
+
+/* ---- errors and departures ------------------------------------------------------------ */
+
+static int wait_for(_Atomic int *v, double secs)
+{
+    double end = orb_now() + secs;
+    while (!atomic_load(v) && orb_now() < end)
+        usleep(1000);
+    return atomic_load(v);
+}
+
+static orb_status_t wait_check(side_t *s, int *lost, double secs, double *took)
+{
+    double t0 = orb_now(), end = t0 + secs;
+    orb_status_t st;
+    while ((st = orb_net_check(s->net, lost)) == ORB_OK && orb_now() < end)
+        usleep(1000);
+    *took = orb_now() - t0;
+    return st;
+}
+
+static int mode_errors(void)
+{
+    side_t a, b;
+    if (make_pair(&a, &b, 4, 4096) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_net_post_error(a.net, 1, ORB_ERR_MISMATCH, "rank 0 called allreduce but rank 1 called broadcast");
+    check(wait_for(&b.errors, 5) == 1 && atomic_load(&b.err_from) == 0 &&
+              atomic_load(&b.err_status) == ORB_ERR_MISMATCH && strstr(b.err_msg, "called broadcast"),
+          "a posted error reaches the peer's on_error, from and status intact");
+    orb_net_destroy(a.net);
+    orb_net_destroy(b.net);
+
+    /* Good order: rank 0 leaves. Rank 1 waits for nothing from it: not lost... */
+    if (make_pair(&a, &b, 4, 4096) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_net_destroy(a.net);
+    int lost = -1;
+    double took;
+    check(wait_check(&b, &lost, 0.5, &took) == ORB_OK, "a peer that left in good order is not lost to an idle rank");
+    /* ...until it waits for a piece from it. */
+    orb_conn_t *rc = &b.recv[0 * NCH + 1];
+    check(rc->ops->recv_acquire(rc) == NULL, "nothing arrives from a peer that left");
+    check(wait_check(&b, &lost, 5, &took) == ORB_ERR_PEER_LOST && lost == 0,
+          "a rank waiting for a peer that left hears it is lost");
+    orb_net_destroy(b.net);
+
+    /* A crash (no goodbye): lost at once, waiting or not. */
+    if (make_pair(&a, &b, 4, 4096) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_net_set_aborted(b.net); /* an aborted rank leaves without flushing or saying goodbye */
+    orb_net_destroy(b.net);
+    lost = -1;
+    orb_status_t st = wait_check(&a, &lost, 10, &took);
+    check(st == ORB_ERR_PEER_LOST && lost == 1 && took < 5, "a peer gone without goodbye is lost within 5 s");
+    check(atomic_load(&a.wakes) > 0, "and the executor was woken to notice");
+    orb_net_destroy(a.net);
+    return 0;
+}
+
+/* ---- handshake ------------------------------------------------------------------------ */
+
+typedef struct {
+    orb_card_t card;
+    int done;
+} stranger_t;
+
+static void *stranger_main(void *arg)
+{
+    stranger_t *s = arg;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(s->card.port)};
+    memcpy(&a.sin_addr, s->card.addr, 4);
+    /* one that speaks HTTP, one with a wrong secret, one that says nothing and leaves */
+    for (int kind = 0; kind < 3; kind++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+            if (kind == 0) {
+                const char get[] = "GET / HTTP/1.0\r\n\r\n";
+                ssize_t n = send(fd, get, sizeof get - 1, MSG_NOSIGNAL);
+                (void)n;
+            } else if (kind == 1) {
+                orb_tcp_hello_t h = {.magic = ORB_TCP_HELLO_MAGIC, .version = ORB_TCP_VERSION, .from = 0, .to = 1,
+                                     .nranks = 2, .channel = -1, .nchannels = NCH, .nsocks = 1, .nslots = 4,
+                                     .slot_bytes = 4096};
+                ssize_t n = send(fd, &h, sizeof h, MSG_NOSIGNAL); /* secret all zero */
+                (void)n;
+            }
+            usleep(20000);
+        }
+        close(fd);
+    }
+    s->done = 1;
+    return NULL;
+}
+
+static int mode_handshake(void)
+{
+    side_t a, b;
+    if (side_create(&a, 0, 4, 4096) != ORB_OK || side_create(&b, 1, 4, 4096) != ORB_OK) {
+        check(0, "create");
+        return 1;
+    }
+    /* Strangers knock on rank 1's door before rank 0 connects. */
+    stranger_t st = {.card = b.cards[1]};
+    pthread_t ts;
+    pthread_create(&ts, NULL, stranger_main, &st);
+    pthread_join(ts, NULL);
+    connect_pair(&a, &b);
+    check(a.st == ORB_OK && b.st == ORB_OK, "strangers at the listener do not disturb the handshake");
+    int lost = -1;
+    check(orb_net_check(b.net, &lost) == ORB_OK, "and nobody is lost");
+    orb_net_destroy(a.net);
+    orb_net_destroy(b.net);
+
+    /* Settings that differ: both sides fail, with the reason. */
+    if (side_create(&a, 0, 4, 4096) != ORB_OK || side_create(&b, 1, 4, 8192) != ORB_OK) {
+        check(0, "create");
+        return 1;
+    }
+    connect_pair(&a, &b);
+    check(b.st == ORB_ERR_MISMATCH && strstr(b.err, "ORBIT_SHM_SLOT_BYTES"), "the acceptor names the mismatch");
+    check(a.st == ORB_ERR_MISMATCH && strstr(a.err, "refused"), "the connector hears why it was refused");
+    if (a.st != ORB_ERR_MISMATCH)
+        fprintf(stderr, "connector: %s: %s\n", orb_status_name(a.st), a.err);
+    orb_net_destroy(a.net);
+    orb_net_destroy(b.net);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_tcp wire|data|errors|handshake\n");
+        return 2;
+    }
+    setenv("ORBIT_SOCKET_IFNAME", "lo", 0); /* both "hosts" are this one */
+    int rc;
+    if (!strcmp(argv[1], "wire"))
+        rc = mode_wire();
+    else if (!strcmp(argv[1], "data"))
+        rc = mode_data();
+    else if (!strcmp(argv[1], "errors"))
+        rc = mode_errors();
+    else if (!strcmp(argv[1], "handshake"))
+        rc = mode_handshake();
+    else {
+        fprintf(stderr, "test_tcp: unknown mode %s\n", argv[1]);
+        return 2;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return rc || failed ? 1 : 0;
+}
