@@ -40,7 +40,7 @@ for n in 2 4 8; do
         --no-inplace --json "$tmp/$a.$i.json" >/dev/null
     done
   done
-  for size in $(python3 -c "print(' '.join(str(8*4**k) for k in range(0,11)))"); do
+  for size in $(python3 -c "print(' '.join(str(8*4**k) for k in range(0,10)))"); do
     r=$(cat "$tmp"/ring.*.json | python3 -c "import sys,json
 for l in sys.stdin:
   o=json.loads(l)
