@@ -61,6 +61,7 @@ void orb_tree_links(int n, int pos, int *parent, int *child0, int *child1);
 int orb_tree_lag(int n);
 
 orb_status_t orb_ring_allreduce(orb_plan_t *plan);
+orb_status_t orb_direct_allreduce(orb_plan_t *plan); /* 2 ranks: one exchange; more: the ring */
 orb_status_t orb_ring_allgather(orb_plan_t *plan);
 orb_status_t orb_ring_reduce_scatter(orb_plan_t *plan);
 orb_status_t orb_ring_broadcast(orb_plan_t *plan);

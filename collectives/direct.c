@@ -72,3 +72,24 @@ orb_status_t orb_direct_gather(orb_plan_t *plan)
         return ORB_ERR_INVALID_ARG;
     return for_each_chunk(plan, a->rank == a->root ? gather_root_chunk : send_chunk, a);
 }
+
+/* All-reduce between two ranks as one exchange: each sends its chunk and reduces the peer's
+ * into its own, one hop instead of the ring's two (reduce-scatter then all-gather). Both
+ * ranks compute op(mine, theirs), which is the same value on both since every op is
+ * commutative, so the outputs agree to the bit. Chunk by chunk, send before receive: never
+ * more than one piece in flight each way, deadlock-free with one slot. For more than two
+ * ranks an exchange would reduce in a different order on every rank, so the ring is used. */
+static void exchange_chunk(orb_lane_t *lane, orb_status_t *st, size_t beg, size_t len, const void *arg)
+{
+    const orb_plan_args_t *a = arg;
+    const int peer = 1 - a->rank;
+    orb_emit(lane, st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, peer, -1, beg, 0, len, 0));
+    orb_emit(lane, st, orb_step_make(ORB_STEP_RECV_REDUCE_COPY, ORB_BUF_INPUT, -1, peer, beg, beg, len, ORB_STEP_POSTOP));
+}
+
+orb_status_t orb_direct_allreduce(orb_plan_t *plan)
+{
+    if (plan->args.nranks != 2)
+        return orb_ring_allreduce(plan);
+    return for_each_chunk(plan, exchange_chunk, &plan->args);
+}

@@ -99,7 +99,7 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
         return NULL;
     static const orb_algo_build_fn table[ORB_NUM_COLLS][ORB_NUM_ALGOS] = {
         [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce, [ORB_ALGO_TREE] = orb_tree_allreduce,
-                                [ORB_ALGO_HIER] = orb_hier_allreduce},
+                                [ORB_ALGO_HIER] = orb_hier_allreduce, [ORB_ALGO_DIRECT] = orb_direct_allreduce},
         [ORB_COLL_BROADCAST] = {[ORB_ALGO_RING] = orb_ring_broadcast, [ORB_ALGO_TREE] = orb_tree_broadcast},
         [ORB_COLL_REDUCE] = {[ORB_ALGO_RING] = orb_ring_reduce, [ORB_ALGO_TREE] = orb_tree_reduce},
         [ORB_COLL_GATHER] = {[ORB_ALGO_RING] = orb_ring_gather, [ORB_ALGO_DIRECT] = orb_direct_gather},

@@ -161,7 +161,7 @@ static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
     int cyclic = (algo == ORB_ALGO_RING &&
                   (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
                    coll == ORB_COLL_REDUCE_SCATTER)) ||
-                 (algo == ORB_ALGO_HIER && coll == ORB_COLL_ALLREDUCE);
+                 ((algo == ORB_ALGO_HIER || algo == ORB_ALGO_DIRECT) && coll == ORB_COLL_ALLREDUCE);
     return cyclic ? 2 : 1;
 }
 

@@ -126,6 +126,8 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
     case ORB_ALGO_DIRECT:
         if (coll == ORB_COLL_GATHER)
             return (n - 1) * K * hop + chan; /* the root takes n-1 blocks, one after the other */
+        if (coll == ORB_COLL_ALLREDUCE && n > 2)
+            return -1; /* the exchange exists for two ranks only (the plan falls back to the ring) */
         return K * hop + chan;
     default:
         return -1;

@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,15 +44,38 @@ _Static_assert(sizeof(orb_slot_hdr_t) == sizeof(orb_cuda_hdr_t), "piece header s
 typedef CUresult (*pointer_attr_fn)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 static pointer_attr_fn pointer_attr;
 
+/* How many objects the dynamic loader has ever loaded: unchanged means libcuda is still not
+ * among them, which lets a host-only process skip the dlopen below (glibc searches the
+ * library path even with RTLD_NOLOAD: tens of microseconds on every collective). */
+static int loader_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(unsigned long long *)data = info->dlpi_adds;
+    return 1; /* the first object carries the counter; stop there */
+}
+
+static unsigned long long loader_generation(void)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(loader_adds_cb, &adds);
+    return adds;
+}
+
 int orb_cuda_is_device_ptr(const void *p)
 {
+    static unsigned long long no_cuda_at = ~0ull; /* loader generation when libcuda was absent */
     if (!p)
         return 0;
     pointer_attr_fn f = __atomic_load_n(&pointer_attr, __ATOMIC_ACQUIRE);
     if (!f) {
-        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); /* never loads it */
-        if (!h)
+        unsigned long long gen = loader_generation();
+        if (gen == __atomic_load_n(&no_cuda_at, __ATOMIC_RELAXED))
             return 0;
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); /* never loads it */
+        if (!h) {
+            __atomic_store_n(&no_cuda_at, gen, __ATOMIC_RELAXED);
+            return 0;
+        }
         f = (pointer_attr_fn)dlsym(h, "cuPointerGetAttribute"); /* h stays open: f must stay valid */
         if (!f)
             return 0;

@@ -69,6 +69,9 @@ static void model(void)
     CHECK(t.algo == ORB_ALGO_DIRECT, "gather: %s", orb_algo_name(t.algo));
     t = choose(ORB_COLL_SEND, 1000, 4, 2, 262144, 2);
     CHECK(t.algo == ORB_ALGO_DIRECT, "send: %s", orb_algo_name(t.algo));
+    t = choose(ORB_COLL_ALLREDUCE, 2, 4, 2, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_DIRECT, "2-rank small allreduce: %s (one exchange beats the ring's two hops)",
+          orb_algo_name(t.algo));
     t = choose(ORB_COLL_ALLREDUCE, 1, 4, 8, 262144, 8);
     CHECK(t.nchannels == 1, "one element on %d channels", t.nchannels);
     /* a long chain wants chunks well below the slot so the pipeline fills fast */
@@ -78,7 +81,9 @@ static void model(void)
     for (int c = 0; c < ORB_NUM_COLLS; c++)
         for (int al = 0; al < ORB_NUM_ALGOS; al++) {
             /* hier has a plan only with hosts: none here (see hosts()) */
-            int has = orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) && al != ORB_ALGO_HIER;
+            int has = orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) && al != ORB_ALGO_HIER &&
+                      /* the allreduce exchange is for 2 ranks; here there are 8 */
+                      !(c == ORB_COLL_ALLREDUCE && al == ORB_ALGO_DIRECT);
             double p = orb_tuner_predict((orb_coll_t)c, (orb_algo_t)al, 1000, 4, 8, NULL, 256, 2);
             CHECK(has ? p > 0 : p < 0, "%s/%s predicted %g", orb_coll_name((orb_coll_t)c),
                   orb_algo_name((orb_algo_t)al), p);
