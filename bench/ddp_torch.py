@@ -13,19 +13,36 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import socket
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.data.distributed import DistributedSampler
+
+def _threads_from_argv():
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# Before torch loads: torch.set_num_threads covers OpenMP and oneDNN, but the OpenBLAS that
+# Debian's torch links for its matrix products sizes its pool from the environment only
+# (orbit-train does the same; bench/train_compare.sh runs both sides alike).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, _threads_from_argv())
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+from torch.utils.data.distributed import DistributedSampler  # noqa: E402
 
 
 def read_idx(path_base):
@@ -137,8 +154,13 @@ def worker(rank, world, args):
               f"(mean {mean:.4f} std {std:.4f})", flush=True)
     records = []
     t_start = time.time()
+    def cpu_seconds():
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+
     for epoch in range(args.epochs):
         t0 = time.time()
+        cpu0 = cpu_seconds()
         sampler.set_epoch(epoch)
         ddp.train()
         loss_sum, steps = 0.0, 0
@@ -149,15 +171,15 @@ def worker(rank, world, args):
             opt.step()
             loss_sum += loss.item()
             steps += 1
-        # the mean over all ranks' batches, as orbit-train prints it
-        t = torch.tensor([loss_sum, float(steps)], dtype=torch.float64)
+        # the mean over all ranks' batches, as orbit-train prints it; CPU seconds of all ranks
+        t = torch.tensor([loss_sum, float(steps), cpu_seconds() - cpu0], dtype=torch.float64)
         dist.all_reduce(t)
         loss_mean = (t[0] / t[1]).item()
         lr = opt.param_groups[0]["lr"]
         if sched:
             sched.step()
         dur = time.time() - t0
-        records.append({"epoch": epoch + 1, "loss": loss_mean, "dur": dur, "lr": lr})
+        records.append({"epoch": epoch + 1, "loss": loss_mean, "dur": dur, "lr": lr, "cpu": t[2].item()})
         if rank == 0:
             print(f"Epoch [{epoch + 1}/{args.epochs}], Loss: {loss_mean:.4f}, Dur: {dur:.2f}", flush=True)
     total = time.time() - t_start

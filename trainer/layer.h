@@ -1,0 +1,94 @@
+/* The layer interface. A layer is a const ops table plus a small descriptor; it owns no
+ * parameters: weights and gradients live in the model's two flat buffers (so DDP buckets
+ * are plain ranges of them) and are passed in as pointers. Memory behind every pointer
+ * belongs to the model's device: a CUDA implementation (cuDNN, cuBLAS) provides its own ops
+ * tables for the same descriptors and the model, reducer and optimiser stay as they are. */
+#ifndef ORB_TRAIN_LAYER_H
+#define ORB_TRAIN_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orbit.h"
+#include "rng.h"
+
+typedef enum { ORB_TRAIN_DEV_CPU = 0 } orb_train_device_t;
+
+typedef struct {
+    int c, h, w;
+} orb_train_shape_t;
+
+static inline size_t orb_train_shape_size(orb_train_shape_t s)
+{
+    return (size_t)s.c * (size_t)s.h * (size_t)s.w;
+}
+
+/* What one forward/backward pass needs besides the tensors. */
+typedef struct {
+    int n;                      /* samples in this batch */
+    int training;               /* dropout active */
+    uint64_t seed;              /* run seed */
+    uint64_t step;              /* global optimiser step */
+    const int64_t *sample_ids;  /* dataset index of each sample */
+    float *work;                /* scratch shared by all layers, model-owned */
+} orb_train_pass_t;
+
+typedef struct orb_train_layer orb_train_layer_t;
+
+typedef struct {
+    const char *kind;
+    /* From l->in and the hyper-parameters: fill l->out, l->nweights, l->nbias,
+     * l->work_floats; allocate per-batch state for up to max_batch samples. */
+    orb_status_t (*setup)(orb_train_layer_t *l, int max_batch);
+    /* PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and bias. */
+    void (*init)(const orb_train_layer_t *l, float *w, orb_train_rng_t *rng);
+    /* x: n x in, y: n x out, per sample C x H x W (NCHW). w: weights then bias. */
+    void (*forward)(orb_train_layer_t *l, const orb_train_pass_t *p, const float *w, const float *x,
+                    float *y);
+    /* dw is overwritten with this batch's gradient (weights then bias). dx is NULL when the
+     * input needs no gradient (the first layer). */
+    void (*backward)(orb_train_layer_t *l, const orb_train_pass_t *p, const float *w, const float *x,
+                     const float *y, const float *dy, float *dx, float *dw);
+    void (*destroy)(orb_train_layer_t *l);
+} orb_train_layer_ops_t;
+
+struct orb_train_layer {
+    const orb_train_layer_ops_t *ops;
+    char name[16];
+    int index;
+    orb_train_shape_t in, out;
+    /* hyper-parameters; each kind reads the ones it has */
+    int out_c, kernel, stride, pad;
+    float drop_p;
+    int algo; /* implementation variant, 0: the kind picks (conv.c: orb_train_conv_algo_t) */
+    int relu; /* conv: ReLU fused on the output (saves two passes over the largest tensors) */
+    /* filled by setup */
+    size_t nweights, nbias;
+    size_t work_floats;
+    void *state;
+    /* placed by the model */
+    size_t param_off;
+};
+
+static inline size_t orb_train_layer_nparams(const orb_train_layer_t *l)
+{
+    return l->nweights + l->nbias;
+}
+
+/* CPU ops tables, one per kind (conv.c, linear.c, ...). */
+extern const orb_train_layer_ops_t orb_train_conv_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_linear_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_maxpool_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_relu_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_dropout_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_logsoftmax_cpu_ops;
+
+/* Convolution variants. ROWS: im2col row by row. WIDE (stride 1 only): the output is
+ * computed at the padded input's full width and the extra columns dropped, so each column
+ * row is one long copy of the padded image instead of oh short ones. */
+typedef enum { ORB_TRAIN_CONV_AUTO = 0, ORB_TRAIN_CONV_ROWS, ORB_TRAIN_CONV_WIDE } orb_train_conv_algo_t;
+
+/* Shared default initialiser: uniform in +-1/sqrt(fan_in) with fan_in = nweights / out_c. */
+void orb_train_layer_init_uniform(const orb_train_layer_t *l, float *w, orb_train_rng_t *rng);
+
+#endif

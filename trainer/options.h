@@ -1,0 +1,35 @@
+/* orbit-train's command line. */
+#ifndef ORB_TRAIN_OPTIONS_H
+#define ORB_TRAIN_OPTIONS_H
+
+#include <stdint.h>
+
+#include "orbit.h"
+
+#define ORB_TRAIN_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
+
+typedef struct {
+    const char *model;
+    const char *data;
+    int epochs;
+    int batch_size;  /* global: per-rank batch = batch_size / world */
+    float lr;
+    const char *optimizer;
+    float momentum;
+    int lr_step;     /* StepLR step size in epochs, 0: constant */
+    float lr_gamma;
+    const char *backend;
+    double bucket_mb;
+    int overlap;
+    uint64_t seed;
+    int seed_set;
+    int threads;     /* BLAS threads per rank */
+    const char *profile, *save, *resume, *json;
+} orb_train_opts_t;
+
+/* Returns ORB_OK, or ORB_ERR_INVALID_ARG with the message recorded; *exit_now is set
+ * (with status 0) after --help. */
+orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, int *exit_now);
+void orb_train_opts_usage(const char *prog);
+
+#endif

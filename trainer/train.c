@@ -1,0 +1,360 @@
+#include "train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "blas.h"
+#include "checkpoint.h"
+#include "comm_thread.h"
+#include "dataset.h"
+#include "error.h"
+#include "eval.h"
+#include "loss.h"
+#include "model.h"
+#include "optim.h"
+#include "profile.h"
+#include "progress.h"
+#include "reducer.h"
+#include "report.h"
+#include "sampler.h"
+#include "trace.h"
+
+typedef struct {
+    const orb_train_opts_t *o;
+    orb_train_trace_t tr_compute, tr_comm;
+    orb_train_comm_t *comm;
+    int rank, world, local_batch;
+    orb_train_dataset_t train, test;
+    double mean, std;
+    orb_train_model_t *model;
+    orb_train_optim_t *optim;
+    orb_train_reducer_t *reducer;
+    int32_t *labels;
+    uint64_t seed;
+    int64_t start_epoch, step;
+    orb_train_epoch_rec_t *recs;
+    int nrecs;
+    double total_time;
+    int64_t *class_counts;
+    orb_train_profile_summary_t prof;
+} run_t;
+
+static orb_status_t bcast(run_t *r, void *buf, size_t count, orb_dtype_t dtype)
+{
+    if (r->world == 1)
+        return ORB_OK;
+    orb_train_job_t job = {.kind = ORB_TRAIN_JOB_BROADCAST, .buf = buf, .count = count, .dtype = dtype,
+                           .root = 0, .bucket = -1};
+    return orb_train_comm_run(r->comm, &job);
+}
+
+static orb_status_t load_data(run_t *r)
+{
+    ORB_TRAIN_CHECK(orb_train_dataset_load(r->o->data, "train", &r->train));
+    ORB_TRAIN_CHECK(orb_train_dataset_load(r->o->data, "t10k", &r->test));
+    if (r->test.rows != r->train.rows || r->test.cols != r->train.cols)
+        return orb_train_fail(ORB_ERR_INVALID_ARG, "%s: test images are %dx%d but training images %dx%d", r->o->data,
+                              r->test.rows, r->test.cols, r->train.rows, r->train.cols);
+    orb_train_dataset_stats(&r->train, &r->mean, &r->std);
+    return ORB_OK;
+}
+
+static orb_status_t build(run_t *r)
+{
+    const orb_train_opts_t *o = r->o;
+    int nclasses = r->train.nclasses > r->test.nclasses ? r->train.nclasses : r->test.nclasses;
+    if (nclasses < 2)
+        return orb_train_fail(ORB_ERR_INVALID_ARG, "%s: the labels hold a single class", o->data);
+    int max_batch = r->local_batch > 128 ? r->local_batch : 128; /* evaluation goes 128 at a time */
+    orb_train_shape_t in = {1, r->train.rows, r->train.cols};
+    ORB_TRAIN_CHECK(orb_train_model_create(o->model, in, nclasses, max_batch, &r->model));
+    orb_train_model_init_params(r->model, r->seed);
+    /* DDP starts every rank from rank 0's parameters */
+    ORB_TRAIN_CHECK(bcast(r, r->model->params, r->model->nparams, ORB_FLOAT32));
+    orb_train_optim_kind_t kind = strcmp(o->optimizer, "adam") == 0 ? ORB_TRAIN_ADAM : ORB_TRAIN_SGD;
+    ORB_TRAIN_CHECK(orb_train_optim_create(kind, r->model->nparams, o->momentum, &r->optim));
+    size_t cap = (size_t)(o->bucket_mb * 1024.0 * 1024.0);
+    ORB_TRAIN_CHECK(orb_train_reducer_create(r->model, r->comm, cap, o->overlap, &r->reducer));
+    r->labels = malloc(sizeof(int32_t) * (size_t)max_batch);
+    r->class_counts = calloc(2 * (size_t)nclasses, sizeof(int64_t));
+    r->recs = calloc((size_t)o->epochs + 1, sizeof *r->recs);
+    if (!r->labels || !r->class_counts || !r->recs)
+        return orb_train_fail(ORB_ERR_NO_MEMORY, "out of memory");
+    return ORB_OK;
+}
+
+/* Rank 0 reads the file and broadcasts it, so ranks never disagree about what they load. */
+static orb_status_t resume(run_t *r)
+{
+    const orb_train_opts_t *o = r->o;
+    void *blob = NULL;
+    size_t len = 0;
+    int64_t blen = -1;
+    orb_status_t st = ORB_OK;
+    if (r->rank == 0) {
+        st = orb_train_ckpt_read(o->resume, &blob, &len);
+        blen = st == ORB_OK ? (int64_t)len : -1;
+    }
+    char why[512];
+    snprintf(why, sizeof why, "%s", orb_train_last_error());
+    ORB_TRAIN_CHECK(bcast(r, &blen, 1, ORB_INT64));
+    if (blen < 0)
+        return r->rank == 0 ? orb_train_fail(st, "%s", why)
+                            : orb_train_fail(ORB_ERR_INVALID_ARG, "rank 0 could not read --resume %s", o->resume);
+    if (r->rank != 0 && !(blob = malloc((size_t)blen)))
+        return orb_train_fail(ORB_ERR_NO_MEMORY, "--resume: cannot allocate %lld bytes", (long long)blen);
+    st = bcast(r, blob, (size_t)blen, ORB_UINT8);
+    orb_train_ckpt_info_t info;
+    const float *params, *state[2];
+    if (st == ORB_OK)
+        st = orb_train_ckpt_parse(o->resume, blob, (size_t)blen, &info, &params, state);
+    if (st == ORB_OK && (strcmp(info.model, o->model) != 0 || info.nparams != r->model->nparams))
+        st = orb_train_fail(ORB_ERR_INVALID_ARG, "--resume %s holds a %s (%llu parameters), not a %s", o->resume,
+                            info.model, (unsigned long long)info.nparams, o->model);
+    if (st == ORB_OK && (info.optimizer != (int32_t)r->optim->kind || info.nstate != r->optim->nstate))
+        st = orb_train_fail(ORB_ERR_INVALID_ARG, "--resume %s was saved with another optimiser (or momentum on/off)",
+                            o->resume);
+    if (st == ORB_OK) {
+        memcpy(r->model->params, params, sizeof(float) * r->model->nparams);
+        for (int i = 0; i < info.nstate; i++)
+            memcpy(r->optim->state[i], state[i], sizeof(float) * r->model->nparams);
+        r->optim->t = info.optim_t;
+        r->start_epoch = info.epochs_done;
+        r->step = info.step;
+        if (r->rank == 0 && o->seed_set && o->seed != info.seed)
+            fprintf(stderr, "orbit-train: --seed %llu ignored: the checkpoint continues seed %llu\n",
+                    (unsigned long long)o->seed, (unsigned long long)info.seed);
+        if (r->rank == 0 && (info.batch_size != o->batch_size || info.world != r->world))
+            fprintf(stderr, "orbit-train: warning: checkpoint saved with batch %lld on %d ranks, now batch %d on %d: "
+                            "the run continues but is not the one saved\n",
+                    (long long)info.batch_size, info.world, o->batch_size, r->world);
+        r->seed = info.seed;
+    }
+    free(blob);
+    return st;
+}
+
+static orb_status_t save(run_t *r, int64_t epochs_done)
+{
+    if (r->rank != 0 || !r->o->save)
+        return ORB_OK;
+    orb_train_ckpt_info_t info = {
+        .optimizer = (int32_t)r->optim->kind, .nstate = r->optim->nstate, .nparams = r->model->nparams,
+        .epochs_done = epochs_done, .step = r->step, .optim_t = r->optim->t, .seed = r->seed,
+        .batch_size = r->o->batch_size, .world = r->world, .momentum = r->optim->momentum,
+    };
+    snprintf(info.model, sizeof info.model, "%s", r->o->model);
+    return orb_train_ckpt_save(r->o->save, &info, r->model->params, r->optim->state);
+}
+
+/* CPU seconds of the whole process (compute and communication threads). */
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+/* loss_out: mean batch loss over all ranks; cpu_out: CPU seconds summed over all ranks */
+static orb_status_t train_epoch(run_t *r, int64_t epoch, double *loss_out, double *cpu_out)
+{
+    double cpu0 = cpu_seconds();
+    const orb_train_opts_t *o = r->o;
+    orb_train_model_t *m = r->model;
+    orb_train_shard_t shard;
+    ORB_TRAIN_CHECK(orb_train_shard_make(r->train.n, r->rank, r->world, r->seed, epoch, 1, 1, &shard));
+    float lr = orb_train_lr_at(o->lr, o->lr_step, o->lr_gamma, epoch);
+    int64_t steps = (shard.count + r->local_batch - 1) / r->local_batch;
+    orb_train_progress_t prog;
+    orb_train_progress_begin(&prog, r->rank == 0 && orb_train_progress_wanted(), (int)epoch + 1, o->epochs, steps,
+                             (int64_t)r->local_batch * r->world);
+    orb_status_t st = ORB_OK;
+    double loss[3] = {0.0, (double)steps, 0.0};
+    for (int64_t s = 0; s < steps && st == ORB_OK; s++) {
+        int64_t t0 = orb_train_now_ns();
+        int n = (int)(shard.count - s * r->local_batch < r->local_batch ? shard.count - s * r->local_batch
+                                                                          : r->local_batch);
+        const int64_t *ids = shard.idx + s * r->local_batch;
+        orb_train_dataset_batch(&r->train, ids, n, (float)r->mean, (float)r->std, orb_train_model_input(m),
+                                r->labels);
+        int64_t t1 = orb_train_now_ns();
+        orb_train_pass_t pass = {.n = n, .training = 1, .seed = r->seed, .step = (uint64_t)r->step, .sample_ids = ids};
+        const float *logp = orb_train_model_forward(m, &pass);
+        loss[0] += orb_train_nll_loss(logp, r->labels, n, m->nclasses, orb_train_model_output_grad(m));
+        int64_t t2 = orb_train_now_ns();
+        orb_train_reducer_begin(r->reducer, r->step);
+        orb_train_model_backward(m, &pass, orb_train_reducer_hook, r->reducer);
+        int64_t t3 = orb_train_now_ns();
+        st = orb_train_reducer_finish(r->reducer);
+        int64_t t4 = orb_train_now_ns();
+        orb_train_optim_step(r->optim, m->params, m->grads, lr);
+        int64_t t5 = orb_train_now_ns();
+        orb_train_trace_add(&r->tr_compute, ORB_TRAIN_EV_DATA, t0, t1, 0, r->step, -1);
+        orb_train_trace_add(&r->tr_compute, ORB_TRAIN_EV_FORWARD, t1, t2, 0, r->step, -1);
+        orb_train_trace_add(&r->tr_compute, ORB_TRAIN_EV_BACKWARD, t2, t3, 0, r->step, -1);
+        orb_train_trace_add(&r->tr_compute, ORB_TRAIN_EV_WAIT, t3, t4, 0, r->step, -1);
+        orb_train_trace_add(&r->tr_compute, ORB_TRAIN_EV_OPTIMIZER, t4, t5, 0, r->step, -1);
+        r->step++;
+        orb_train_progress_update(&prog, s + 1);
+    }
+    orb_train_progress_end(&prog);
+    orb_train_shard_free(&shard);
+    ORB_TRAIN_CHECK(st);
+    loss[2] = cpu_seconds() - cpu0;
+    /* the printed loss is the mean over all ranks' batches, as a global-batch run sees it */
+    if (r->world > 1) {
+        orb_train_job_t job = {.kind = ORB_TRAIN_JOB_ALLREDUCE, .buf = loss, .count = 3, .dtype = ORB_FLOAT64,
+                               .bucket = -1};
+        ORB_TRAIN_CHECK(orb_train_comm_run(r->comm, &job));
+    }
+    *loss_out = loss[1] > 0 ? loss[0] / loss[1] : 0.0;
+    *cpu_out = loss[2];
+    return ORB_OK;
+}
+
+static orb_status_t train(run_t *r)
+{
+    const orb_train_opts_t *o = r->o;
+    int64_t t_start = orb_train_now_ns();
+    for (int64_t e = r->start_epoch; e < o->epochs; e++) {
+        int64_t t0 = orb_train_now_ns();
+        double loss, cpu;
+        ORB_TRAIN_CHECK(train_epoch(r, e, &loss, &cpu));
+        double dur = (double)(orb_train_now_ns() - t0) * 1e-9;
+        r->recs[r->nrecs++] = (orb_train_epoch_rec_t){(int)e + 1, loss, dur,
+                                                      orb_train_lr_at(o->lr, o->lr_step, o->lr_gamma, e), cpu};
+        if (r->rank == 0) {
+            printf("Epoch [%lld/%d], Loss: %.4f, Dur: %.2f\n", (long long)e + 1, o->epochs, loss, dur);
+            fflush(stdout);
+        }
+        ORB_TRAIN_CHECK(save(r, e + 1));
+    }
+    r->total_time = (double)(orb_train_now_ns() - t_start) * 1e-9;
+    if (r->rank == 0)
+        printf("Total training time: %.2f s\n", r->total_time);
+    return ORB_OK;
+}
+
+static orb_status_t evaluate(run_t *r, int64_t *total, int64_t *correct)
+{
+    int nc = r->model->nclasses;
+    ORB_TRAIN_CHECK(orb_train_evaluate(r->model, r->comm, &r->test, (float)r->mean, (float)r->std,
+                                       r->class_counts));
+    *total = *correct = 0;
+    for (int c = 0; c < nc; c++) {
+        *correct += r->class_counts[c];
+        *total += r->class_counts[nc + c];
+    }
+    if (r->rank != 0)
+        return ORB_OK;
+    printf("Accuracy of the network on the %lld test images: %.2f%%\n", (long long)*total,
+           *total ? 100.0 * (double)*correct / (double)*total : 0.0);
+    for (int c = 0; c < nc; c++)
+        if (r->class_counts[nc + c])
+            printf("Accuracy of class %d: %.2f%%\n", c,
+                   100.0 * (double)r->class_counts[c] / (double)r->class_counts[nc + c]);
+    fflush(stdout);
+    return ORB_OK;
+}
+
+/* Started by hand, with no launcher around: one rank, as PyTorch scripts run without torchrun. */
+static int no_launcher(void)
+{
+    static const char *const vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 0;
+    return 1;
+}
+
+static orb_status_t run(run_t *r)
+{
+    const orb_train_opts_t *o = r->o;
+    const orb_train_backend_ops_t *ops;
+    ORB_TRAIN_CHECK(orb_train_backend_lookup(o->backend, &ops));
+    if (ops != &orb_train_backend_none_ops && no_launcher()) {
+        printf("orbit-train: no launcher environment (orbitrun -n N, mpirun, srun): training on 1 rank\n");
+        ops = &orb_train_backend_none_ops;
+    }
+    r->tr_compute.enabled = r->tr_comm.enabled = o->profile != NULL;
+    ORB_TRAIN_CHECK(orb_train_comm_start(ops, &r->tr_comm, &r->comm));
+    r->rank = orb_train_comm_rank(r->comm);
+    r->world = orb_train_comm_world(r->comm);
+    if (o->batch_size % r->world != 0)
+        return orb_train_fail(ORB_ERR_INVALID_ARG, "--batch-size %d is not a multiple of the %d ranks (each takes "
+                              "batch / world size)", o->batch_size, r->world);
+    r->local_batch = o->batch_size / r->world;
+    r->seed = o->seed;
+    ORB_TRAIN_CHECK(load_data(r));
+    ORB_TRAIN_CHECK(build(r));
+    if (o->resume)
+        ORB_TRAIN_CHECK(resume(r));
+    if (r->rank == 0) {
+        printf("orbit-train: %s, %zu parameters, %d rank%s x batch %d (global %d), %s lr %g, backend %s, "
+               "%d bucket%s%s, data %s (%lld train / %lld test, mean %.4f std %.4f)\n",
+               o->model, r->model->nparams, r->world, r->world > 1 ? "s" : "", r->local_batch, o->batch_size,
+               o->optimizer, (double)o->lr, ops->name, r->reducer->nbuckets, r->reducer->nbuckets > 1 ? "s" : "",
+               o->overlap ? "" : " (no overlap)", o->data, (long long)r->train.n, (long long)r->test.n, r->mean,
+               r->std);
+        printf("orbit-train: %s, %d thread%s per rank\n", orb_train_blas_describe(), o->threads,
+               o->threads > 1 ? "s" : "");
+        if (r->start_epoch > 0)
+            printf("Resuming after epoch %lld (step %lld) from %s\n", (long long)r->start_epoch,
+                   (long long)r->step, o->resume);
+        fflush(stdout);
+    }
+    /* traces start here, after the rendezvous, so ranks' clocks roughly line up */
+    r->tr_compute.origin = r->tr_comm.origin = orb_train_now_ns();
+    ORB_TRAIN_CHECK(train(r));
+    int64_t total, correct;
+    ORB_TRAIN_CHECK(evaluate(r, &total, &correct));
+    if (o->profile)
+        ORB_TRAIN_CHECK(orb_train_profile_finish(r->comm, &r->tr_compute, &r->tr_comm, o->profile, stdout, &r->prof));
+    if (r->rank == 0 && o->json) {
+        size_t bucket_bytes[2 * ORB_TRAIN_MAX_LAYERS];
+        for (int i = 0; i < r->reducer->nbuckets; i++)
+            bucket_bytes[i] = r->reducer->buckets[i].count * sizeof(float);
+        orb_train_report_t rep = {
+            .opts = o, .world = r->world, .per_rank_batch = r->local_batch, .nclasses = r->model->nclasses,
+            .nparams = r->model->nparams, .nbuckets = r->reducer->nbuckets, .bucket_bytes = bucket_bytes,
+            .data_mean = r->mean, .data_std = r->std, .nepochs = r->nrecs, .epochs = r->recs,
+            .total_time = r->total_time, .test_images = total, .correct = correct,
+            .class_counts = r->class_counts, .profile = o->profile ? &r->prof : NULL,
+            .blas = orb_train_blas_describe(),
+        };
+        ORB_TRAIN_CHECK(orb_train_report_json(o->json, &rep));
+    }
+    return ORB_OK;
+}
+
+int orb_train_run(const orb_train_opts_t *o)
+{
+    run_t r = {.o = o};
+    orb_train_blas_set_threads(o->threads);
+    orb_status_t st = run(&r);
+    if (st != ORB_OK) {
+        if (r.comm)
+            fprintf(stderr, "orbit-train: rank %d: %s\n", r.rank, orb_train_last_error());
+        else
+            fprintf(stderr, "orbit-train: %s\n", orb_train_last_error());
+        fflush(stderr);
+        /* the other ranks may be blocked in a collective waiting for this one */
+        if (r.comm && r.world > 1)
+            orb_train_comm_abort(r.comm);
+    }
+    orb_train_comm_stop(r.comm);
+    orb_train_reducer_destroy(r.reducer);
+    orb_train_optim_destroy(r.optim);
+    orb_train_model_destroy(r.model);
+    orb_train_dataset_free(&r.train);
+    orb_train_dataset_free(&r.test);
+    orb_train_trace_free(&r.tr_compute);
+    orb_train_trace_free(&r.tr_comm);
+    free(r.labels);
+    free(r.class_counts);
+    free(r.recs);
+    return st == ORB_OK ? 0 : 1;
+}
