@@ -2,8 +2,8 @@
  *
  * One call runs one or more operations (a group) to completion. Lanes of all operations
  * progress together, non-blocking, piece by piece; when nothing can move the executor spins
- * for ORBIT_SPIN_US, yields the CPU for ORBIT_YIELD_US (with more ranks than cores the peer
- * it waits for may need this core), then sleeps on the rank's doorbell. A futex wake costs
+ * for spin_s (ORBIT_SPIN_US; 0 when the host has more ranks than CPUs), yields the CPU for
+ * ORBIT_YIELD_US (the peer it waits for may need this core), then sleeps on the doorbell. A futex wake costs
  * tens of microseconds on a busy machine: two ranks that each sleep as soon as the other is
  * a little late fall into a convoy where every call pays that twice. Connections shared by several
  * operations of a group are used in issue order, so the pieces of one call never interleave

@@ -151,7 +151,9 @@ void orb_topo_host_free(orb_topo_host_t *host);
 int orb_topo_host_find(const orb_topo_host_t *host, int rank); /* device index or -1 */
 void orb_topo_host_log(const orb_topo_host_t *host);          /* explanation at INFO */
 
-/* Binds the calling thread to the cores of rank's device's NUMA node, unless ORBIT_BIND=0.
+/* Binds the calling thread to its share of the cores of rank's device's NUMA node (the
+ * node's ranks split its cores; the whole node when they outnumber them, or ORBIT_BIND=2),
+ * unless ORBIT_BIND=0.
  * When that is impossible (no hwloc, an XML topology, an unlocated device) it binds nothing
  * and still returns ORB_OK; note (may be NULL) says what was done. */
 orb_status_t orb_topo_bind(const orb_topo_t *topo, const orb_topo_host_t *host, int rank,

@@ -110,7 +110,8 @@ orb_status_t orb_topo_bind(const orb_topo_t *t, const orb_topo_host_t *host, int
     if (i < 0)
         return ORB_ERR_INVALID_ARG;
     orb_status_t st = ORB_OK;
-    if (orb_param_num(ORB_PARAM_BIND) == 0)
+    const double mode = orb_param_num(ORB_PARAM_BIND);
+    if (mode == 0)
         snprintf(note, notelen, "rank %d: ORBIT_BIND=0: not bound", rank);
     else if (!t->hw)
         snprintf(note, notelen, "rank %d: not bound: %s", rank, t->note);
@@ -119,7 +120,7 @@ orb_status_t orb_topo_bind(const orb_topo_t *t, const orb_topo_host_t *host, int
     else if (!host->dev[i].located)
         snprintf(note, notelen, "rank %d: device not found in the topology: not bound", rank);
     else
-        st = orb_topo_hw_bind(t, &host->dev[i], note, notelen);
+        st = orb_topo_hw_bind(t, host, i, mode == 2 ? 2 : 1, note, notelen);
     ORB_INFO("topology: %s", note);
     return st;
 }

@@ -46,9 +46,11 @@ orb_status_t orb_topo_hw_dump(const struct orb_topo *t, const char *path)
     return ORB_ERR_UNSUPPORTED;
 }
 
-orb_status_t orb_topo_hw_bind(const struct orb_topo *t, const orb_topo_dev_t *d, char *note, size_t len)
+orb_status_t orb_topo_hw_bind(const struct orb_topo *t, const orb_topo_host_t *host, int i, int mode, char *note,
+                              size_t len)
 {
     (void)t;
-    snprintf(note, len, "rank %d: built without hwloc: not bound", d->rank);
+    (void)mode;
+    snprintf(note, len, "rank %d: built without hwloc: not bound", host->dev[i].rank);
     return ORB_OK;
 }

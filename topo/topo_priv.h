@@ -40,7 +40,9 @@ int orb_topo_hw_locate(const struct orb_topo *t, orb_topo_host_t *host, const ch
 int orb_topo_hw_numa_nodes(const struct orb_topo *t, int i, char *cpus, size_t len);
 orb_status_t orb_topo_hw_self_desc(const struct orb_topo *t, char *desc, size_t len);
 orb_status_t orb_topo_hw_dump(const struct orb_topo *t, const char *path);
-orb_status_t orb_topo_hw_bind(const struct orb_topo *t, const orb_topo_dev_t *dev, char *note,
+/* Binds the calling thread for device i of host: mode 1 its share of the node's cores
+ * (the whole node when the node has more ranks than cores), mode 2 the whole node. */
+orb_status_t orb_topo_hw_bind(const struct orb_topo *t, const orb_topo_host_t *host, int i, int mode, char *note,
                               size_t len);
 
 /* NVLink matrix (MB/s) between the GPUs of t from NVML at run time; 0 when unavailable. */

@@ -1,4 +1,4 @@
-/* Binding the calling thread to its device's NUMA node (and leaving it alone when asked to,
+/* Binding the calling thread to its share of its device's NUMA node (and leaving it alone when asked to,
  * or when the topology is not this machine's), and ORBIT_TOPO_DUMP. */
 #include <sched.h>
 #include <unistd.h>
@@ -47,10 +47,17 @@ static void this_machine(void)
     if (!orb_topo_is_this_machine(t)) {
         printf("hwloc did not read this machine (%s): binding not checked\n", orb_topo_note(t));
     } else {
-        /* Unbound: bound to the node's cores, which include every CPU it may run on now. */
+        /* ORBIT_BIND=2: the node's cores, which include every CPU it may run on now. */
+        setenv("ORBIT_BIND", "2", 1);
         CHECK_EQ_INT(orb_topo_bind(t, h, 5, note, sizeof note), ORB_OK);
+        unsetenv("ORBIT_BIND");
         printf("%s\n", note);
         CHECK(strstr(note, "bound to NUMA node") != NULL);
+        sched_setaffinity(0, sizeof before, &before);
+        /* Default: the only rank on the node gets all of it, as its share. */
+        CHECK_EQ_INT(orb_topo_bind(t, h, 5, note, sizeof note), ORB_OK);
+        printf("%s\n", note);
+        CHECK(strstr(note, "bound to share 1 of 1 of NUMA node") != NULL);
         CHECK(affinity_count(&after) >= 1);
         hwloc_bitmap_t node = hwloc_bitmap_alloc();
         CHECK_EQ_INT(hwloc_bitmap_list_sscanf(node, h->dev[0].cpus), 0);
@@ -87,6 +94,55 @@ static void this_machine(void)
 }
 
 #ifdef ORB_HAVE_HWLOC
+/* Several CPU ranks on one node split its cores: disjoint, non-empty shares while there are
+ * enough cores, the whole node for everyone once the ranks outnumber them. */
+static void shares(void)
+{
+    orb_topo_t *t = NULL;
+    CHECK_EQ_INT(orb_topo_load(NULL, &t), ORB_OK);
+    if (!t || !orb_topo_is_this_machine(t)) {
+        printf("hwloc did not read this machine: shares not checked\n");
+        orb_topo_free(t);
+        return;
+    }
+    cpu_set_t before, got[2];
+    affinity_count(&before);
+    char desc[ORB_TOPO_DESC_LEN], note[256];
+    CHECK_EQ_INT(orb_topo_self_desc(t, desc, sizeof desc), ORB_OK);
+    orb_topo_rank_t r[64];
+    for (int n = 2; n <= 64; n *= 4) {
+        for (int i = 0; i < n; i++) {
+            r[i].rank = i;
+            snprintf(r[i].desc, sizeof r[i].desc, "%s", desc);
+        }
+        orb_topo_host_t *h = NULL;
+        CHECK_EQ_INT(orb_topo_place(t, r, n, &h), ORB_OK);
+        if (!h)
+            break;
+        int ncores = h->dev[0].ncores, same_node = 1;
+        for (int i = 1; i < n; i++)
+            same_node &= h->dev[i].numa == h->dev[0].numa;
+        for (int i = 0; i < 2; i++) {
+            CHECK_EQ_INT(orb_topo_bind(t, h, i, note, sizeof note), ORB_OK);
+            printf("%d ranks, %d cores: %s\n", n, ncores, note);
+            affinity_count(&got[i]);
+            CHECK(CPU_COUNT(&got[i]) >= 1);
+            sched_setaffinity(0, sizeof before, &before);
+        }
+        if (same_node && n <= ncores) {
+            cpu_set_t both;
+            CPU_AND(&both, &got[0], &got[1]);
+            CHECK(CPU_COUNT(&both) == 0);
+            CHECK(strstr(note, "share 2 of") != NULL);
+        } else if (same_node) {
+            CHECK(CPU_EQUAL(&got[0], &got[1]));
+            CHECK(strstr(note, "ranks share it") != NULL);
+        }
+        orb_topo_host_free(h);
+    }
+    orb_topo_free(t);
+}
+
 static void xml_and_dump(void)
 {
     orb_topo_t *t = test_load("jureca-dc-4xA100-4xHDR.xml");
@@ -128,6 +184,7 @@ int main(void)
 {
     this_machine();
 #ifdef ORB_HAVE_HWLOC
+    shares();
     xml_and_dump();
 #endif
     if (test_failures)
