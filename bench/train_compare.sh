@@ -10,7 +10,7 @@
 # EPOCHS_CONVNET (5), BATCH (64), OPTIMIZER (sgd), LR (optimiser default), LR_STEP (1) and
 # LR_GAMMA (0.7): the StepLR of PyTorch's MNIST example, which also steadies the final
 # accuracy from seed to seed; BACKEND (custom, or mpi to run orbit-train under mpirun),
-# DATA (Debian's Fashion-MNIST), OUT (bench-out/train_compare), PYTHON (/usr/bin/python3:
+# DATA (Debian's Fashion-MNIST), OUT (BUILD_DIR/train_compare), PYTHON (/usr/bin/python3:
 # Debian's python3-torch), and ISA, the instruction set both sides may use:
 #   native  each library picks for this CPU (OPENBLAS_CORETYPE unset; oneDNN, which does
 #           PyTorch's convolutions, always does): the default
@@ -33,7 +33,7 @@ batch=${BATCH:-64}
 optimizer=${OPTIMIZER:-sgd}
 backend=${BACKEND:-custom}
 data=${DATA:-/usr/share/datasets/fashion-mnist}
-out=${OUT:-$here/bench-out/train_compare}
+out=${OUT:-$build/train_compare}
 python=${PYTHON:-/usr/bin/python3}
 train=$build/trainer/orbit-train
 orbitrun=$build/launcher/orbitrun
