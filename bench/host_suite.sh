@@ -4,6 +4,8 @@
 #   2. every collective at 16 and 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
+#   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
+#   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 # Usage: bench/host_suite.sh [BUILD_DIR] [REPS]     (defaults: build 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,3 +67,19 @@ for i in $(seq $((reps * 2 + 1))); do
 done
 m1=$(printf "%s\n" "${on[@]}" | median); m0=$(printf "%s\n" "${off[@]}" | median)
 echo "ORBIT_CHECK=1: $m1 us   ORBIT_CHECK=0: $m0 us   overhead: $(python3 -c "print(f'{($m1/$m0-1)*100:.1f}%')")"
+
+echo; echo "## 5. all-reduce with 4 ranks (oversubscribed when the machine has fewer than 4 cores), 8 B .. 32 KiB"
+bash bench/compare.sh -n 4 -r "$reps" "$build" allreduce --size 8:32K --factor 8 --no-inplace
+
+echo; echo "## 6. all-reduce, 2 ranks, 8 B .. 4 KiB, while a 2-rank orbit-train (lenet) job runs alongside"
+if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist ]; then
+  OMP_NUM_THREADS=1 "$orbitrun" -n 2 -- "$build/trainer/orbit-train" --model lenet --epochs 100 --backend custom \
+    >/dev/null 2>&1 &
+  load=$!
+  sleep 3
+  bash bench/compare.sh -n 2 -r "$reps" "$build" allreduce --size 8:4K --factor 8 --no-inplace --iters 2000
+  kill "$load" 2>/dev/null || true
+  wait "$load" 2>/dev/null || true
+else
+  echo "(skipped: orbit-train or Fashion-MNIST missing)"
+fi

@@ -98,7 +98,7 @@ print(f"\norbit-train ({first['backend']}) vs PyTorch DDP (Gloo), {first['world_
       f"{first['batch_size']}, {first['optimizer']}, StepLR({first['lr_step']}, {first['lr_gamma']}), one thread "
       f"per rank, ISA {os.environ.get('TRAIN_COMPARE_ISA')}; load average at the end {os.getloadavg()[0]:.1f}\n")
 print("wall s/epoch: mean (best epoch); CPU s/epoch: all ranks together\n")
-print("| model | seed | epochs | orbit wall | PyTorch wall | speed-up mean (best) | orbit CPU | PyTorch CPU | CPU ratio | orbit acc % | PyTorch acc % | diff | orbit exposed comm |")
+print("| model | seed | epochs | orbit wall | PyTorch wall | speed-up mean (best) | orbit CPU | PyTorch CPU | CPU ratio | orbit acc % | PyTorch acc % | diff | orbit exposed comm: rank 0 (least rank) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for m in models:
     sp, cr, da = [], [], []
@@ -106,12 +106,14 @@ for m in models:
         o, t = load("orbit", m, s), load("torch", m, s)
         (om, ob, oc), (tm, tb, tc) = times(o), times(t)
         exp = o.get("profile", {}).get("exposed_frac")
+        least = o.get("profile", {}).get("least_exposed_frac")
         sp.append(tm / om)
         cr.append(tc / oc if oc > 0 else 0)
         da.append(o["accuracy"] - t["accuracy"])
         print(f"| {m} | {s} | {len(o['epochs'])} | {om:.2f} ({ob:.2f}) | {tm:.2f} ({tb:.2f}) | {tm / om:.2f}x "
               f"({tb / ob:.2f}x) | {oc:.2f} | {tc:.2f} | {cr[-1]:.2f}x | {o['accuracy']:.2f} | {t['accuracy']:.2f} | "
-              f"{o['accuracy'] - t['accuracy']:+.2f} | {'%.1f%% of step' % (100 * exp) if exp is not None else '-'} |")
+              f"{o['accuracy'] - t['accuracy']:+.2f} | {'%.1f%% of step' % (100 * exp) if exp is not None else '-'}"
+              f"{' (%.1f%%)' % (100 * least) if least is not None else ''} |")
     print(f"| {m} | mean | | | | {sum(sp) / len(sp):.2f}x | | | {sum(cr) / len(cr):.2f}x | | | "
           f"{sum(da) / len(da):+.2f} | |")
 PY

@@ -69,6 +69,7 @@ static void summarise(FILE *out, const int64_t *all, int world, int64_t per_rank
     fprintf(out, "Profile (%d rank%s, trace: %s)\n", world, world > 1 ? "s" : "", path);
     fprintf(out, "  rank  steps   step ms  compute ms  data ms  comm ms  exposed ms  exposed %%  reduced MB\n");
     int nb = 0;
+    double least = -1;
     bucket_stat_t *bs = calloc(64, sizeof *bs);
     for (int r = 0; r < world; r++) {
         double t[ORB_TRAIN_EV_COUNT] = {0}, bytes = 0;
@@ -100,13 +101,18 @@ static void summarise(FILE *out, const int64_t *all, int world, int64_t per_rank
         fprintf(out, "  %4d %6lld %9.3f %11.3f %8.3f %8.3f %11.3f %9.1f%% %11.1f\n", r, (long long)steps,
                 step * per, compute * per, t[ORB_TRAIN_EV_DATA] * per, t[ORB_TRAIN_EV_ALLREDUCE] * per,
                 t[ORB_TRAIN_EV_WAIT] * per, step > 0 ? 100.0 * t[ORB_TRAIN_EV_WAIT] / step : 0.0, bytes / 1e6);
+        double frac = step > 0 ? t[ORB_TRAIN_EV_WAIT] / step : 0.0;
+        if (least < 0 || frac < least)
+            least = frac;
         if (r == 0) {
             *sum = (orb_train_profile_summary_t){step, compute, t[ORB_TRAIN_EV_ALLREDUCE], t[ORB_TRAIN_EV_WAIT],
-                                                 bytes, steps};
+                                                 bytes, steps, 0.0};
         }
     }
+    sum->least_exposed_frac = least < 0 ? 0.0 : least;
     fprintf(out, "  (per step; comm = all-reduce time on the communication thread, exposed = compute thread\n"
-                 "   waiting for buckets after backward)\n");
+                 "   waiting for buckets after backward, which includes waiting for slower ranks; the rank\n"
+                 "   that finishes backward last waits least: %.1f%% of its step)\n", 100.0 * sum->least_exposed_frac);
     if (nb > 0) {
         fprintf(out, "  bucket      bytes  calls   mean ms  algbw GB/s  busbw GB/s   (rank 0)\n");
         for (int b = 0; b < nb; b++) {

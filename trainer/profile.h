@@ -13,6 +13,9 @@ typedef struct {
     double step_s, compute_s, comm_s, exposed_s; /* rank 0, summed over steps */
     double bytes;                                /* reduced by rank 0 */
     int64_t steps;
+    /* Exposed fraction of the rank that waited least: the last to finish backward waits only
+     * for the transfer, the others also for it (imbalance between ranks, not communication). */
+    double least_exposed_frac;
 } orb_train_profile_summary_t;
 
 /* Collective: every rank calls it after the last step. Only rank 0 writes path and out. */

@@ -38,9 +38,9 @@ orb_status_t orb_train_report_json(const char *path, const orb_train_report_t *r
     if (r->profile) {
         const orb_train_profile_summary_t *p = r->profile;
         fprintf(f, ",\n  \"profile\": {\"steps\": %lld, \"step_s\": %.6f, \"compute_s\": %.6f, \"comm_s\": %.6f, "
-                   "\"exposed_s\": %.6f, \"exposed_frac\": %.6f, \"bytes\": %.0f}",
+                   "\"exposed_s\": %.6f, \"exposed_frac\": %.6f, \"least_exposed_frac\": %.6f, \"bytes\": %.0f}",
                 (long long)p->steps, p->step_s, p->compute_s, p->comm_s, p->exposed_s,
-                p->step_s > 0 ? p->exposed_s / p->step_s : 0.0, p->bytes);
+                p->step_s > 0 ? p->exposed_s / p->step_s : 0.0, p->least_exposed_frac, p->bytes);
     }
     fprintf(f, "\n}\n");
     if (fclose(f) != 0)
