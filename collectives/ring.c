@@ -130,11 +130,13 @@ orb_status_t orb_ring_allgather(orb_plan_t *plan)
         orb_lane_t *lane = &plan->lanes[c];
         ring_round_t r;
         for (ring_round_first(a, a->count, c, &r); ring_round_more(&r); ring_round_next(&r)) {
-            /* in place the input is the rank's own slot: the copy is a no-op */
+            /* Send first, then the local copy (a no-op in place: the input is the rank's own
+             * block): the next rank starts on the piece while this one copies. */
+            if (n > 1)
+                orb_emit(lane, &st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, next, -1, r.b0, 0, r.len, 0));
             orb_emit(lane, &st, orb_step_make(ORB_STEP_COPY, ORB_BUF_INPUT, -1, -1, r.b0, own + r.b0, r.len, 0));
             if (n == 1)
                 continue;
-            orb_emit(lane, &st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, next, -1, r.b0, 0, r.len, 0));
             for (int k = 1; k <= n - 2; k++) {
                 size_t dst = block(a, orb_ring_rank(a, p - k)) + r.b0;
                 orb_emit(lane, &st, orb_step_make(ORB_STEP_RECV_COPY_SEND, ORB_BUF_OUTPUT, next, prev, 0, dst,
