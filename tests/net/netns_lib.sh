@@ -140,8 +140,11 @@ orbtest_mpi_agent() {
     local agent=$ORBTEST_WORK/ns_rsh
     if [ ! -x "$agent" ]; then
         # Open MPI runs "AGENT HOST COMMAND..." where COMMAND is a shell line for the far side.
+        # Each "host" gets its own TMPDIR: the namespaces share /tmp and the hostname, and two
+        # daemons creating the same Open MPI session directory at once made one of them fail.
         # shellcheck disable=SC2016 # the far side expands them
-        printf '#!/bin/sh\nhost=$1\nshift\nexec ip netns exec "$host" /bin/sh -c "$*"\n' >"$agent"
+        printf '#!/bin/sh\nhost=$1\nshift\nmkdir -p "%s/tmp-$host"\nexec ip netns exec "$host" env TMPDIR="%s/tmp-$host" /bin/sh -c "$*"\n' \
+            "$ORBTEST_WORK" "$ORBTEST_WORK" >"$agent"
         chmod +x "$agent"
     fi
     echo "$agent"
@@ -169,12 +172,15 @@ orbtest_job() {
         for ((h = 1; h <= ORBTEST_HOSTS; h++)); do hostlist+="${hostlist:+,}$ORBTEST_PREFIX-h$h:$per"; done
         for kv in "${extra[@]}"; do xs+=(-x "$kv"); done
         for kv in $(env | grep -o '^ORBIT_[A-Z_]*' || true); do xs+=(-x "$kv"); done
+        # rtc ^hwloc: Open MPI 4.1's remote daemons (orted) now and then crash at start in
+        # hwloc_shmem_topology_write, mapping the shared topology into a hole of their address
+        # space (2 launches in ~10 on 2026-11-21); without that component they do not share it.
         local mpiargs=()
         while [ $# -gt 0 ] && [ "${1#--mca}" != "$1" ]; do mpiargs+=("$1" "$2" "$3"); shift 3; done
         timeout -s KILL "$limit" ip netns exec "$ORBTEST_PREFIX-br" \
             env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             mpirun --oversubscribe -np "$nranks" --host "$hostlist" \
-            --mca plm rsh --mca plm_rsh_agent "$(orbtest_mpi_agent)" \
+            --mca plm rsh --mca plm_rsh_agent "$(orbtest_mpi_agent)" --mca rtc ^hwloc \
             --mca oob_tcp_if_include "$ORBTEST_SUBNET.0/24" --mca btl_tcp_if_include "$ORBTEST_SUBNET.0/24" \
             "${mpiargs[@]}" "${xs[@]}" "$@" >"$outdir/out.mpi" 2>&1 &
         _orbtest_pids+=($!)
