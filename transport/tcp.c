@@ -254,13 +254,19 @@ orb_status_t orb_net_check(orb_net_t *net, int *lost)
         *lost = r - 1;
         return ORB_ERR_PEER_LOST;
     }
-    /* A peer that left in good order is lost to us only if we still wait for it. */
+    /* A peer that left in good order is lost to us only if we still wait for it. want_rx and
+     * want_tx say what the executor found when it last looked, which may be stale: the peer's
+     * last pieces may have been delivered since (they arrive before its sockets end), or the
+     * thread may have written out the ring that was full. Only an empty receive ring or a
+     * still full send ring means waiting. Reading closed first orders the thread's work before. */
     for (int i = 0; i < net->npeers; i++) {
         if (!atomic_load(&net->peers[i].closed))
             continue;
         for (int c = 0; c < net->nchannels; c++) {
             const orb_tcp_chan_t *ch = &net->chans[(size_t)i * (size_t)net->nchannels + (size_t)c];
-            if (atomic_load(&ch->want_rx) || atomic_load(&ch->want_tx)) {
+            int rx_empty = atomic_load(&ch->rx.ctrl.head) == atomic_load(&ch->rx.ctrl.tail);
+            int tx_full = atomic_load(&ch->tx.ctrl.head) - atomic_load(&ch->tx.ctrl.tail) >= ch->tx.nslots;
+            if ((atomic_load(&ch->want_rx) && rx_empty) || (atomic_load(&ch->want_tx) && tx_full)) {
                 *lost = net->peers[i].rank;
                 return ORB_ERR_PEER_LOST;
             }

@@ -353,6 +353,36 @@ static int mode_errors(void)
           "a rank waiting for a peer that left hears it is lost");
     orb_net_destroy(b.net);
 
+    /* Looked, found nothing, then the peer's last piece arrived and it left: the piece is
+     * ours to take, so the peer is not lost yet (want_rx is stale); after that it is. */
+    if (make_pair(&a, &b, 4, 4096) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    rc = &b.recv[0 * NCH + 1];
+    check(rc->ops->recv_acquire(rc) == NULL, "nothing yet");
+    orb_conn_t *sc = &a.send[1 * NCH + 1];
+    orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
+    check(sh != NULL, "a free slot to send the last piece");
+    if (sh) {
+        memset(sh, 0, sizeof *sh);
+        sh->nbytes = 100;
+        memset(sh + 1, 0x5a, 100);
+        sc->ops->send_post(sc);
+    }
+    orb_net_destroy(a.net); /* writes the piece, says goodbye, closes */
+    usleep(300 * 1000);     /* the piece and the end of the sockets reach b's thread */
+    check(wait_check(&b, &lost, 0.3, &took) == ORB_OK,
+          "a peer that left after its last piece arrived is not lost while the piece waits");
+    orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+    check(rh && rh->nbytes == 100 && ((unsigned char *)(rh + 1))[99] == 0x5a, "and the piece is there");
+    if (rh)
+        rc->ops->recv_release(rc);
+    check(rc->ops->recv_acquire(rc) == NULL, "nothing more from it");
+    lost = -1;
+    check(wait_check(&b, &lost, 5, &took) == ORB_ERR_PEER_LOST && lost == 0, "then it is lost to a rank waiting");
+    orb_net_destroy(b.net);
+
     /* A crash (no goodbye): lost at once, waiting or not. */
     if (make_pair(&a, &b, 4, 4096) != 0) {
         check(0, "connect a pair");
