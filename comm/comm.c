@@ -379,21 +379,43 @@ static void ring_by_host(struct orb_comm *c)
 /* How long a waiting rank spins before it yields. With more ranks on this host than CPUs
  * to run them, the peer a rank waits for is often queued behind it on its own core, and
  * every microsecond spent spinning delays that peer: then yield at once, as Open MPI does
- * when oversubscribed (4 ranks on 2 cores: 8-byte all-reduce 50 -> 10 us). ORBIT_SPIN_US,
- * when set, decides. */
-static double spin_default(const struct orb_comm *c, uint64_t host_id)
+ * when oversubscribed (4 ranks on 2 cores: 8-byte all-reduce 50 -> 10 us). The CPUs are the
+ * union of the host's ranks' affinity masks as they arrive (exchanged: a launcher that pins
+ * each rank to its own core leaves each mask one CPU wide, the union as wide as the ranks).
+ * Collective: every rank exchanges its mask, whatever ORBIT_SPIN_US says. */
+static orb_status_t spin_default(struct orb_comm *c, uint64_t host_id, double deadline, double *spin_s)
 {
-    const char *set = getenv("ORBIT_SPIN_US");
-    if (set && *set)
-        return orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
+    cpu_set_t *masks = calloc((size_t)c->nranks, sizeof *masks);
+    if (!masks)
+        return ORB_ERR_NO_MEMORY;
+    if (sched_getaffinity(0, sizeof masks[c->rank], &masks[c->rank]) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long k = 0; k < n && k < CPU_SETSIZE; k++)
+            CPU_SET((int)k, &masks[c->rank]);
+    }
+    orb_status_t st = orb_bootstrap_allgather(&c->bs, masks, sizeof *masks, deadline);
+    if (st != ORB_OK) {
+        free(masks);
+        return st;
+    }
+    cpu_set_t all;
+    CPU_ZERO(&all);
     int nlocal = 0;
     for (int r = 0; r < c->nranks; r++)
-        nlocal += c->bs.cards[r].host_id == host_id;
-    cpu_set_t mask;
-    int ncpu = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    double s = nlocal > ncpu && ncpu > 0 ? 0.0 : orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
-    ORB_INFO("rank %d: %d ranks on this host, %d CPUs: spin %g us before yielding", c->rank, nlocal, ncpu, s * 1e6);
-    return s;
+        if (c->bs.cards[r].host_id == host_id) {
+            CPU_OR(&all, &all, &masks[r]);
+            nlocal++;
+        }
+    free(masks);
+    const int ncpu = CPU_COUNT(&all);
+    const char *set = getenv("ORBIT_SPIN_US");
+    if (set && *set)
+        *spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
+    else
+        *spin_s = nlocal > ncpu && ncpu > 0 ? 0.0 : orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
+    ORB_INFO("rank %d: %d ranks on this host, %d CPUs between them: spin %g us before yielding", c->rank, nlocal,
+             ncpu, *spin_s * 1e6);
+    return ORB_OK;
 }
 
 orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id, int rank)
@@ -508,7 +530,12 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
         goto fail;
     }
     ring_by_host(c); /* refined by the topology below */
-    const double spin_s = spin_default(c, card.host_id); /* before binding narrows our CPUs */
+    double spin_s = 0;
+    st = spin_default(c, card.host_id, orb_now() + init_timeout, &spin_s); /* before binding narrows our CPUs */
+    if (st != ORB_OK) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: a rank left while CPU masks were exchanged", rank);
+        goto fail;
+    }
     st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, sizeof err);
     if (st != ORB_OK) {
         orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
