@@ -1,9 +1,9 @@
 /* Binding the calling thread to the cores of its device's NUMA node, so its host buffers
  * and the copies it drives stay on the memory controller nearest the device; with
  * ORBIT_BIND=1 and no more ranks on the node than it has cores, each rank gets its own
- * share of those cores. Two ranks that the scheduler stacks on one core (a futex wake pulls
- * the woken rank next to its waker) otherwise take turns: each hop of a small collective
- * then costs a whole spin period while the peer waits for the core (docs/topology.md). */
+ * share of those cores. Two ranks that the scheduler stacks on one core otherwise take
+ * turns: each hop of a small collective then costs a whole spin period while the peer
+ * waits for the core (measured: docs/topology.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
