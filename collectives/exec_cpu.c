@@ -17,9 +17,7 @@
 void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len)
 {
     orb_coll_t coll = (orb_coll_t)sig->coll;
-    int rooted = coll == ORB_COLL_BROADCAST || coll == ORB_COLL_REDUCE || coll == ORB_COLL_GATHER;
-    int reduces = coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_REDUCE || coll == ORB_COLL_REDUCE_SCATTER;
-    int p2p = coll == ORB_COLL_SEND || coll == ORB_COLL_RECV;
+    int rooted = orb_coll_rooted(coll), reduces = orb_coll_reduces(coll), p2p = orb_coll_p2p(coll);
     int n = snprintf(buf, len, "%s #%llu (count %llu, %s", orb_coll_name(coll), (unsigned long long)sig->seq,
                      (unsigned long long)sig->count, orb_dtype_name((orb_dtype_t)sig->dtype));
     if (n < 0 || (size_t)n >= len)

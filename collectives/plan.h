@@ -50,6 +50,17 @@ typedef enum {
     ORB_NUM_COLLS
 } orb_coll_t;
 
+/* Rooted (a root rank), point to point (a peer), reducing (an op applies). */
+static inline int orb_coll_rooted(orb_coll_t c)
+{
+    return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER;
+}
+static inline int orb_coll_p2p(orb_coll_t c) { return c == ORB_COLL_SEND || c == ORB_COLL_RECV; }
+static inline int orb_coll_reduces(orb_coll_t c)
+{
+    return c == ORB_COLL_ALLREDUCE || c == ORB_COLL_REDUCE || c == ORB_COLL_REDUCE_SCATTER;
+}
+
 typedef enum {
     ORB_ALGO_RING = 0, /* ring, or a pipelined chain along the ring for rooted collectives */
     ORB_ALGO_TREE,     /* double binary tree (allreduce), binary tree (broadcast, reduce) */

@@ -6,6 +6,7 @@
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
+#include "comm/coll_call.h"
 #include "comm/coll_cuda.h"
 #include "comm/cuda_hooks.h"
 #include "core/log.h"
@@ -185,91 +186,9 @@ static orb_status_t run_ops(struct orb_comm *c, orb_exec_op_t *ops, int n)
     return ORB_OK;
 }
 
-typedef struct {
-    orb_coll_t coll;
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count;
-    orb_dtype_t dtype;
-    orb_op_t op;
-    int root; /* or peer */
-} call_t;
-
-static const char *fn_name(orb_coll_t coll)
+static orb_status_t collective(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream)
 {
-    static const char *const names[ORB_NUM_COLLS] = {
-        "orb_allreduce", "orb_broadcast", "orb_reduce", "orb_gather", "orb_allgather", "orb_reduce_scatter",
-        "orb_send",      "orb_recv",      "orb_barrier",
-    };
-    return names[coll];
-}
-
-static int overlap(const void *a, size_t alen, const void *b, size_t blen)
-{
-    const char *x = a, *y = b;
-    return alen && blen && x < y + blen && y < x + alen;
-}
-
-static orb_status_t validate(struct orb_comm *c, const call_t *k, size_t in_count, size_t out_count)
-{
-    const char *fn = fn_name(k->coll);
-    const int r = c->rank;
-    if ((unsigned)k->dtype >= ORB_NUM_DTYPES)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: dtype=%d is not an orb_dtype_t (ORB_INT8..ORB_FLOAT64)",
-                             fn, r, (int)k->dtype);
-    if ((unsigned)k->op >= ORB_NUM_OPS)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: op=%d is not an orb_op_t (ORB_SUM..ORB_AVG)", fn, r,
-                             (int)k->op);
-    int rooted = k->coll == ORB_COLL_BROADCAST || k->coll == ORB_COLL_REDUCE || k->coll == ORB_COLL_GATHER;
-    int p2p = k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV;
-    if (rooted && (k->root < 0 || k->root >= c->nranks))
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: root=%d is out of range 0..%d", fn, r, k->root,
-                             c->nranks - 1);
-    if (p2p && (k->root < 0 || k->root >= c->nranks))
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is out of range 0..%d", fn, r, k->root,
-                             c->nranks - 1);
-    if (p2p && k->root == r)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is this rank itself; copy locally instead",
-                             fn, r, k->root);
-    size_t esz = orb_dtype_size(k->dtype);
-    size_t maxn = in_count > out_count ? in_count : out_count;
-    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER)
-                      ? (size_t)c->nranks : 1;
-    if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: count=%zu of %s overflows the address space", fn, r,
-                             k->count, orb_dtype_name(k->dtype));
-    if (in_count && !k->sendbuf)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu", fn, r,
-                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->count);
-    if (out_count && !k->recvbuf)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu%s", fn, r,
-                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->count,
-                             rooted ? " (this rank is the root)" : "");
-    size_t inb = in_count * esz, outb = out_count * esz;
-    const char *in = k->sendbuf;
-    char *out = k->recvbuf;
-    int inplace_ok;
-    switch (k->coll) {
-    case ORB_COLL_GATHER:
-    case ORB_COLL_ALLGATHER: /* in place: sendbuf is this rank's slot of recvbuf */
-        inplace_ok = out && in == out + (size_t)r * k->count * esz;
-        break;
-    case ORB_COLL_REDUCE_SCATTER: /* in place: recvbuf is this rank's block of sendbuf */
-        inplace_ok = out && out == in + (size_t)r * k->count * esz;
-        break;
-    default:
-        inplace_ok = in == out;
-    }
-    if (!inplace_ok && overlap(in, inb, out, outb))
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: sendbuf and recvbuf overlap without being the "
-                                                     "in-place layout; use separate buffers or the in-place form",
-                             fn, r);
-    return ORB_OK;
-}
-
-static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t stream)
-{
-    const char *fn = fn_name(k->coll);
+    const char *fn = orb_call_fn_name(k->coll);
     orb_status_t st = orb_comm_check_handle(comm, fn);
     if (st != ORB_OK)
         return st;
@@ -282,10 +201,7 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
                                    k->root, stream);
     }
     size_t in_count, out_count;
-    orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
-    if (k->coll == ORB_COLL_BARRIER)
-        in_count = out_count = 0;
-    st = validate(c, k, in_count, out_count);
+    st = orb_call_validate(c, k, &in_count, &out_count);
     if (st != ORB_OK)
         return st;
 
@@ -313,28 +229,7 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
         op.op = ORB_MAX;
         op.postdiv = 0;
     }
-    op.sync_next = op.sync_prev = -1;
-    int rooted = k->coll == ORB_COLL_BROADCAST || k->coll == ORB_COLL_REDUCE || k->coll == ORB_COLL_GATHER;
-    int p2p = k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV;
-    if (c->check_signatures && c->nranks > 1 && !p2p && (rooted || k->count == 0)) {
-        int pos = 0;
-        while (c->ring[pos] != c->rank)
-            pos++;
-        op.sync_next = c->ring[(pos + 1) % c->nranks];
-        op.sync_prev = c->ring[(pos + c->nranks - 1) % c->nranks];
-    }
-    op.sig.seq = ++c->seq;
-    op.sig.count = k->count;
-    op.sig.coll = (uint32_t)k->coll;
-    op.sig.dtype = (uint32_t)k->dtype;
-    op.sig.op = (uint32_t)k->op;
-    /* send and recv pair up: both carry the sender's rank as "root" */
-    op.sig.root = k->coll == ORB_COLL_SEND ? c->rank : k->root;
-    if (k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV) {
-        op.sig.coll = ORB_COLL_SEND;
-        op.sig.seq = 0; /* point-to-point calls are not collective: no shared sequence */
-        c->seq--;
-    }
+    orb_call_signature(c, k, &op.sig, &op.sync_next, &op.sync_prev);
 
     void *scratch = NULL;
     if (orb_plan_out_is_scratch(plan)) {
@@ -385,60 +280,60 @@ static orb_status_t collective(orb_comm_t comm, const call_t *k, orb_stream_t st
 orb_status_t orb_allreduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op,
                            orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+    orb_call_t k = {ORB_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_broadcast(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, int root,
                            orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, ORB_SUM, root};
+    orb_call_t k = {ORB_COLL_BROADCAST, sendbuf, recvbuf, count, dtype, ORB_SUM, root};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_reduce(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op, int root,
                         orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
+    orb_call_t k = {ORB_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_gather(const void *sendbuf, void *recvbuf, size_t sendcount, orb_dtype_t dtype, int root,
                         orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, root};
+    orb_call_t k = {ORB_COLL_GATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, root};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, orb_dtype_t dtype, orb_comm_t comm,
                            orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, 0};
+    orb_call_t k = {ORB_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ORB_SUM, 0};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype, orb_op_t op,
                                 orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
+    orb_call_t k = {ORB_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, 0};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_barrier(orb_comm_t comm)
 {
-    call_t k = {ORB_COLL_BARRIER, NULL, NULL, 1, ORB_UINT8, ORB_MAX, 0};
+    orb_call_t k = {ORB_COLL_BARRIER, NULL, NULL, 1, ORB_UINT8, ORB_MAX, 0};
     return collective(comm, &k, NULL);
 }
 
 orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                       orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_SEND, buf, NULL, count, dtype, ORB_SUM, peer};
+    orb_call_t k = {ORB_COLL_SEND, buf, NULL, count, dtype, ORB_SUM, peer};
     return collective(comm, &k, stream);
 }
 
 orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm, orb_stream_t stream)
 {
-    call_t k = {ORB_COLL_RECV, NULL, buf, count, dtype, ORB_SUM, peer};
+    orb_call_t k = {ORB_COLL_RECV, NULL, buf, count, dtype, ORB_SUM, peer};
     return collective(comm, &k, stream);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "comm/coll_call.h"
 #include "comm/coll_cuda.h"
 #include "comm/cuda_comm.h"
 #include "comm/cuda_hooks.h"
@@ -109,83 +110,19 @@ typedef struct {
     orb_stream_t stream;
 } dcall_t;
 
-static const char *fn_name(orb_coll_t coll)
+static orb_call_t call_of(const dcall_t *k)
 {
-    static const char *const names[ORB_NUM_COLLS] = {
-        "orb_allreduce", "orb_broadcast", "orb_reduce", "orb_gather", "orb_allgather", "orb_reduce_scatter",
-        "orb_send",      "orb_recv",      "orb_barrier",
-    };
-    return (unsigned)coll < ORB_NUM_COLLS ? names[coll] : "orb_collective";
+    return (orb_call_t){k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op, k->root};
 }
 
-static int is_rooted(orb_coll_t c) { return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER; }
-static int is_p2p(orb_coll_t c) { return c == ORB_COLL_SEND || c == ORB_COLL_RECV; }
-static int is_reduction(orb_coll_t c)
+/* The host path's checks (coll_call.c); a barrier never takes this path. */
+static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t *in_count, size_t *out_count)
 {
-    return c == ORB_COLL_ALLREDUCE || c == ORB_COLL_REDUCE || c == ORB_COLL_REDUCE_SCATTER;
-}
-
-static int overlap(const void *a, size_t alen, const void *b, size_t blen)
-{
-    const char *x = a, *y = b;
-    return alen && blen && x < y + blen && y < x + alen;
-}
-
-/* The host path's rules (coll_api.c), for calls that take this path instead. */
-static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t in_count, size_t out_count)
-{
-    const char *fn = fn_name(k->coll);
-    const int r = c->rank;
-    if ((unsigned)k->coll >= ORB_NUM_COLLS || k->coll == ORB_COLL_BARRIER)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: not a collective of the device path", fn, r);
-    if ((unsigned)k->dtype >= ORB_NUM_DTYPES)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
-                             "%s: rank %d: dtype=%d is not an orb_dtype_t (ORB_INT8..ORB_FLOAT64)", fn, r,
-                             (int)k->dtype);
-    if ((unsigned)k->op >= ORB_NUM_OPS)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: op=%d is not an orb_op_t (ORB_SUM..ORB_AVG)", fn,
-                             r, (int)k->op);
-    if ((is_rooted(k->coll) || is_p2p(k->coll)) && (k->root < 0 || k->root >= c->nranks))
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s=%d is out of range 0..%d", fn, r,
-                             is_p2p(k->coll) ? "peer" : "root", k->root, c->nranks - 1);
-    if (is_p2p(k->coll) && k->root == r)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: peer=%d is this rank itself; copy locally instead",
-                             fn, r, k->root);
-    size_t esz = orb_dtype_size(k->dtype);
-    size_t maxn = in_count > out_count ? in_count : out_count;
-    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER)
-                      ? (size_t)c->nranks
-                      : 1;
-    if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: count=%zu of %s overflows the address space", fn,
-                             r, k->count, orb_dtype_name(k->dtype));
-    if (in_count && !k->sendbuf)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu", fn, r,
-                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->count);
-    if (out_count && !k->recvbuf)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but count=%zu%s", fn, r,
-                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->count,
-                             is_rooted(k->coll) ? " (this rank is the root)" : "");
-    const char *in = k->sendbuf;
-    const char *out = k->recvbuf;
-    int inplace_ok;
-    switch (k->coll) {
-    case ORB_COLL_GATHER:
-    case ORB_COLL_ALLGATHER:
-        inplace_ok = out && in == out + (size_t)r * k->count * esz;
-        break;
-    case ORB_COLL_REDUCE_SCATTER:
-        inplace_ok = out && out == in + (size_t)r * k->count * esz;
-        break;
-    default:
-        inplace_ok = in == out;
-    }
-    if (!inplace_ok && overlap(in, in_count * esz, out, out_count * esz))
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
-                             "%s: rank %d: sendbuf and recvbuf overlap without being the in-place layout; use "
-                             "separate buffers or the in-place form",
-                             fn, r);
-    return ORB_OK;
+    if (k->coll == ORB_COLL_BARRIER)
+        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "orb_barrier: rank %d: not a collective of the device path",
+                             c->rank);
+    const orb_call_t call = call_of(k);
+    return orb_call_validate(c, &call, in_count, out_count);
 }
 
 /* The pointer the kernels use for a user buffer: device memory of the communicator's GPU,
@@ -193,7 +130,7 @@ static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t in_cou
 static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, const char *which,
                                 const void *p, const char **out)
 {
-    const char *fn = fn_name(k->coll);
+    const char *fn = orb_call_fn_name(k->coll);
     struct cudaPointerAttributes a;
     cudaError_t rc = cudaPointerGetAttributes(&a, p);
     if (rc != cudaSuccess) {
@@ -249,10 +186,9 @@ static int proto_for(size_t bytes)
 static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int pin,
                             orb_cuda_op_t *op, size_t *scratch_need)
 {
-    const char *fn = fn_name(k->coll);
+    const char *fn = orb_call_fn_name(k->coll);
     size_t in_count, out_count;
-    orb_plan_buffer_sizes(k->coll, c->nranks, c->rank, k->root, k->count, &in_count, &out_count);
-    orb_status_t st = validate(c, k, in_count, out_count);
+    orb_status_t st = validate(c, k, &in_count, &out_count);
     if (st != ORB_OK)
         return st;
     const size_t esz = orb_dtype_size(k->dtype);
@@ -281,7 +217,7 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
     op->in = in;
     op->out = (char *)out;
     op->esize = (uint32_t)esz;
-    op->postdiv = k->op == ORB_AVG && is_reduction(k->coll) ? c->nranks : 0;
+    op->postdiv = k->op == ORB_AVG && orb_coll_reduces(k->coll) ? c->nranks : 0;
     int proto = proto_for(k->count * esz);
     if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(k->coll, plan->args.algo) > 1) {
         /* A ring needs one slot more than the pieces of a step (plan.h): LL's small slots cut
@@ -293,26 +229,14 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
     op->proto = (uint8_t)proto;
     op->piece_elems = (uint32_t)(orb_cuda_slot_payload(op->proto, s->stride[op->proto]) / esz);
     op->nlanes = (uint8_t)plan->nlanes;
-    op->typed = (uint8_t)is_reduction(k->coll);
-    op->sync_next = op->sync_prev = -1;
-    if (c->check_signatures && c->nranks > 1 && !is_p2p(k->coll) && (is_rooted(k->coll) || k->count == 0)) {
-        int pos = 0;
-        while (c->ring[pos] != c->rank)
-            pos++;
-        op->sync_next = c->ring[(pos + 1) % c->nranks];
-        op->sync_prev = c->ring[(pos + c->nranks - 1) % c->nranks];
-    }
-    op->sig.count = k->count;
-    op->sig.coll = (uint32_t)k->coll;
-    op->sig.dtype = (uint32_t)k->dtype;
-    op->sig.op = (uint32_t)k->op;
-    op->sig.root = k->coll == ORB_COLL_SEND ? c->rank : k->root; /* send and recv both carry the sender */
-    if (is_p2p(k->coll)) {
-        op->sig.coll = ORB_COLL_SEND;
-        op->sig.seq = 0; /* point-to-point calls are not collective: no shared sequence */
-    } else {
-        op->sig.seq = ++c->seq;
-    }
+    op->typed = (uint8_t)orb_coll_reduces(k->coll);
+    const orb_call_t call = call_of(k);
+    orb_slot_hdr_t sig = {0};
+    int sync_next, sync_prev;
+    orb_call_signature(c, &call, &sig, &sync_next, &sync_prev);
+    memcpy(&op->sig, &sig, sizeof op->sig); /* the same layout, checked field by field above */
+    op->sync_next = sync_next;
+    op->sync_prev = sync_prev;
     size_t nsteps = 0;
     for (int ch = 0; ch < plan->nlanes; ch++)
         nsteps += plan->lanes[ch].nsteps;
@@ -358,7 +282,7 @@ static orb_status_t ensure_setup(struct orb_comm *c, struct orb_cuda_state *s, c
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: a stream or device buffers ask for the device path, but %s "
                                     "(host buffers take a NULL stream)",
-                             fn_name(k[0].coll), c->rank, err);
+                             orb_call_fn_name(k[0].coll), c->rank, err);
     return ORB_OK;
 }
 
@@ -381,7 +305,7 @@ static orb_status_t finish_sync(struct orb_comm *c, struct orb_cuda_state *s, co
  * whose end the caller still has to wait for (only when defer is set). */
 static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, int defer, int *pending)
 {
-    const char *fn = fn_name(k[0].coll);
+    const char *fn = orb_call_fn_name(k[0].coll);
     struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
     if (!s)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
@@ -540,15 +464,14 @@ orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void 
 {
     dcall_t k = {c, coll, sendbuf, recvbuf, count, dtype, op, root, stream};
     size_t in_count, out_count;
-    orb_plan_buffer_sizes(coll, c->nranks, c->rank, root, count, &in_count, &out_count);
-    orb_status_t st = validate(c, &k, in_count, out_count); /* the rest needs the device: at group end */
+    orb_status_t st = validate(c, &k, &in_count, &out_count); /* the rest needs the device: at group end */
     if (st != ORB_OK)
         return st;
     if (group_n == group_cap) {
         int n = group_cap ? 2 * group_cap : 16;
         dcall_t *q = realloc(group_q, (size_t)n * sizeof *q);
         if (!q)
-            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn_name(coll), c->rank);
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", orb_call_fn_name(coll), c->rank);
         group_q = q;
         group_cap = n;
     }

@@ -541,6 +541,11 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
         orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
         goto fail;
     }
+    for (int i = 0; i < nranks; i++)
+        if (c->ring[i] == rank) {
+            c->ring_next = c->ring[(i + 1) % nranks];
+            c->ring_prev = c->ring[(i + nranks - 1) % nranks];
+        }
     for (int r = 0; r < nranks; r++) {
         if (r == rank || !c->shm.peers[r])
             continue;

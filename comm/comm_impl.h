@@ -49,6 +49,7 @@ struct orb_comm {
     orb_topo_host_t *topo_host;
     orb_conn_t *send, *recv;
     int *ring;
+    int ring_next, ring_prev; /* this rank's neighbours on ring (derived once at init) */
     int nhosts;
     int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
     uint64_t seq;
