@@ -57,48 +57,52 @@ static orb_status_t mpi_init(orb_train_backend_t *be)
 /* MPI counts are int: long buffers go in pieces. */
 #define MPI_PIECE ((size_t)1 << 30)
 
-static orb_status_t mpi_allreduce(orb_train_backend_t *be, void *buf, size_t count, orb_dtype_t dtype)
+typedef enum { MPI_K_ALLREDUCE, MPI_K_BROADCAST, MPI_K_REDUCE } mpi_kind_t;
+
+/* One collective on buf in place (sum), in pieces of at most MPI_PIECE elements: MPI counts
+ * are int. */
+static orb_status_t mpi_pieces(orb_train_backend_t *be, mpi_kind_t kind, void *buf, size_t count, orb_dtype_t dtype,
+                               int root)
 {
+    static const char *const what[] = {"all-reduce", "broadcast", "reduce"};
     MPI_Datatype t = MPI_DATATYPE_NULL;
     ORB_TRAIN_CHECK(mpi_type(dtype, &t));
-    size_t esz = orb_dtype_size(dtype);
+    const MPI_Comm comm = *(MPI_Comm *)be->impl;
+    const size_t esz = orb_dtype_size(dtype);
     for (size_t off = 0; off < count; off += MPI_PIECE) {
         int n = (int)(count - off < MPI_PIECE ? count - off : MPI_PIECE);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esz, n, t, MPI_SUM, *(MPI_Comm *)be->impl);
+        char *p = (char *)buf + off * esz;
+        int rc;
+        switch (kind) {
+        case MPI_K_ALLREDUCE:
+            rc = MPI_Allreduce(MPI_IN_PLACE, p, n, t, MPI_SUM, comm);
+            break;
+        case MPI_K_BROADCAST:
+            rc = MPI_Bcast(p, n, t, root, comm);
+            break;
+        default:
+            rc = be->rank == root ? MPI_Reduce(MPI_IN_PLACE, p, n, t, MPI_SUM, root, comm)
+                                  : MPI_Reduce(p, NULL, n, t, MPI_SUM, root, comm);
+        }
         if (rc != MPI_SUCCESS)
-            return mpi_fail(be, rc, "all-reduce");
+            return mpi_fail(be, rc, what[kind]);
     }
     return ORB_OK;
+}
+
+static orb_status_t mpi_allreduce(orb_train_backend_t *be, void *buf, size_t count, orb_dtype_t dtype)
+{
+    return mpi_pieces(be, MPI_K_ALLREDUCE, buf, count, dtype, 0);
 }
 
 static orb_status_t mpi_broadcast(orb_train_backend_t *be, void *buf, size_t count, orb_dtype_t dtype, int root)
 {
-    MPI_Datatype t = MPI_DATATYPE_NULL;
-    ORB_TRAIN_CHECK(mpi_type(dtype, &t));
-    size_t esz = orb_dtype_size(dtype);
-    for (size_t off = 0; off < count; off += MPI_PIECE) {
-        int n = (int)(count - off < MPI_PIECE ? count - off : MPI_PIECE);
-        int rc = MPI_Bcast((char *)buf + off * esz, n, t, root, *(MPI_Comm *)be->impl);
-        if (rc != MPI_SUCCESS)
-            return mpi_fail(be, rc, "broadcast");
-    }
-    return ORB_OK;
+    return mpi_pieces(be, MPI_K_BROADCAST, buf, count, dtype, root);
 }
 
 static orb_status_t mpi_reduce(orb_train_backend_t *be, void *buf, size_t count, orb_dtype_t dtype, int root)
 {
-    MPI_Datatype t = MPI_DATATYPE_NULL;
-    ORB_TRAIN_CHECK(mpi_type(dtype, &t));
-    size_t esz = orb_dtype_size(dtype);
-    for (size_t off = 0; off < count; off += MPI_PIECE) {
-        int n = (int)(count - off < MPI_PIECE ? count - off : MPI_PIECE);
-        char *p = (char *)buf + off * esz;
-        int rc = be->rank == root ? MPI_Reduce(MPI_IN_PLACE, p, n, t, MPI_SUM, root, *(MPI_Comm *)be->impl)
-                                  : MPI_Reduce(p, NULL, n, t, MPI_SUM, root, *(MPI_Comm *)be->impl);
-        if (rc != MPI_SUCCESS)
-            return mpi_fail(be, rc, "reduce");
-    }
-    return ORB_OK;
+    return mpi_pieces(be, MPI_K_REDUCE, buf, count, dtype, root);
 }
 
 static void mpi_destroy(orb_train_backend_t *be)

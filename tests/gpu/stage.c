@@ -304,3 +304,19 @@ orb_status_t stage_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, or
     args_t a = {count, dtype, ORB_SUM, peer, comm};
     return staged(NULL, 0, buf, count * orb_dtype_size(dtype), do_recv, &a);
 }
+
+int stage_skip_without_device(void)
+{
+    int ndev = 0;
+    cudaError_t rc = cudaGetDeviceCount(&ndev);
+    if (rc == cudaSuccess && ndev > 0)
+        return 0;
+    printf("SKIP: no CUDA device: cudaGetDeviceCount returned %s\n",
+           rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+    return 77;
+}
+
+size_t stage_arena_for(int nranks)
+{
+    return (size_t)8 * ((1u << 20) + 64) * (size_t)(nranks > 0 ? nranks : 1) + (1u << 20);
+}

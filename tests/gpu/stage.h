@@ -44,4 +44,10 @@ orb_status_t stage_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, or
 orb_status_t stage_group_start(void);
 orb_status_t stage_group_end(void);
 
+/* 77 (after printing why) when this machine has no CUDA device, else 0. */
+int stage_skip_without_device(void);
+/* Arena bytes for the collective matrix's largest case at nranks: (1 Mi + 3) elements of
+ * 8 bytes, times nranks for the gathers, in-place spans included. */
+size_t stage_arena_for(int nranks);
+
 #endif

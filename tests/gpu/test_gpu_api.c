@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "orbit.h"
+#include "stage.h"
 
 static int failures;
 
@@ -328,13 +329,8 @@ static void test_timeout(void)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    cudaError_t rc = cudaGetDeviceCount(&ndev);
-    if (rc != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device: cudaGetDeviceCount returned %s\n",
-               rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+    if (stage_skip_without_device())
         return 77;
-    }
     const char *mode = argc > 1 ? argv[1] : "";
     int n = argc > 2 ? atoi(argv[2]) : 2;
     cudaGetDevice(&device);

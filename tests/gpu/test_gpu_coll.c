@@ -14,33 +14,15 @@
 #include "orbit.h"
 #include "stage.h"
 
-#define orb_allreduce stage_allreduce
-#define orb_broadcast stage_broadcast
-#define orb_reduce stage_reduce
-#define orb_gather stage_gather
-#define orb_allgather stage_allgather
-#define orb_reduce_scatter stage_reduce_scatter
-#define orb_send stage_send
-#define orb_recv stage_recv
-#define orb_group_start stage_group_start
-#define orb_group_end stage_group_end
+#include "stage_redirect.h"
 #define main test_coll_main
 #include "test_coll.c"
 #undef main
 
-/* The largest case of the matrix: (1 Mi + 3) elements of 8 bytes, times nranks for the
- * gathers, in-place spans included. */
-static size_t arena_for(int n) { return (size_t)8 * ((1u << 20) + 64) * (size_t)(n > 0 ? n : 1) + (1u << 20); }
-
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    cudaError_t rc = cudaGetDeviceCount(&ndev);
-    if (rc != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device: cudaGetDeviceCount returned %s\n",
-               rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+    if (stage_skip_without_device())
         return 77;
-    }
     int null_stream = 0, nargs = 0;
     char **args = calloc((size_t)argc + 1, sizeof *args);
     for (int i = 0; i < argc; i++) {
@@ -50,13 +32,16 @@ int main(int argc, char **argv)
             args[nargs++] = argv[i];
     }
     const char *lr = getenv("LOCAL_RANK"), *ws = getenv("WORLD_SIZE");
+    int ndev = 1;
+    cudaGetDeviceCount(&ndev);
     int dev = (lr ? atoi(lr) : 0) % ndev;
+    cudaError_t rc;
     if ((rc = cudaSetDevice(dev)) != cudaSuccess) {
         fprintf(stderr, "FAIL: cudaSetDevice(%d): %s\n", dev, cudaGetErrorString(rc));
         return 1;
     }
     char err[256];
-    stage_t *s = stage_create(arena_for(ws ? atoi(ws) : 1), null_stream, err, sizeof err);
+    stage_t *s = stage_create(stage_arena_for(ws ? atoi(ws) : 1), null_stream, err, sizeof err);
     if (!s) {
         fprintf(stderr, "FAIL: %s\n", err);
         return 1;

@@ -50,16 +50,7 @@ static orb_status_t thread_destroy(orb_comm_t c)
 #define failed (*tl_failed())
 #define orb_comm_init_env thread_init_env
 #define orb_comm_destroy thread_destroy
-#define orb_allreduce stage_allreduce
-#define orb_broadcast stage_broadcast
-#define orb_reduce stage_reduce
-#define orb_gather stage_gather
-#define orb_allgather stage_allgather
-#define orb_reduce_scatter stage_reduce_scatter
-#define orb_send stage_send
-#define orb_recv stage_recv
-#define orb_group_start stage_group_start
-#define orb_group_end stage_group_end
+#include "stage_redirect.h"
 #define main test_coll_main
 #include "test_coll.c"
 #undef main
@@ -90,17 +81,10 @@ static void *rank_thread(void *p)
     return NULL;
 }
 
-static size_t arena_for(int n) { return (size_t)8 * ((1u << 20) + 64) * (size_t)n + (1u << 20); }
-
 int main(int argc, char **argv)
 {
-    int ndev = 0;
-    cudaError_t rc = cudaGetDeviceCount(&ndev);
-    if (rc != cudaSuccess || ndev == 0) {
-        printf("SKIP: no CUDA device: cudaGetDeviceCount returned %s\n",
-               rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+    if (stage_skip_without_device())
         return 77;
-    }
     int n = 2, lazy = 0, null_stream = 0, nargs = 0;
     char **args = calloc((size_t)argc + 1, sizeof *args);
     for (int i = 0; i < argc; i++) {
@@ -131,7 +115,7 @@ int main(int argc, char **argv)
     /* all device memory before any kernel: nothing below waits for another rank's work */
     for (int r = 0; r < n; r++) {
         devices[r] = dev;
-        if (!(ra[r].stage = stage_create(arena_for(n), null_stream, err, sizeof err))) {
+        if (!(ra[r].stage = stage_create(stage_arena_for(n), null_stream, err, sizeof err))) {
             fprintf(stderr, "FAIL: %s\n", err);
             return 1;
         }

@@ -35,14 +35,10 @@ static void train(int nranks, const char *backend, const char *bucket_mb, int ov
 
 int main(int argc, char **argv)
 {
-    TT_CHECK(argc == 5, "usage: %s ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi", argv[0]);
-    train_bin = argv[1], orbitrun = argv[2], mpirun = argv[3], kind = argv[4];
-    if (strcmp(kind, "mpi") == 0 && access(mpirun, X_OK) != 0) {
-        printf("SKIP: no mpirun\n");
+    tt_launch_t l;
+    if (tt_launch_args(argc, argv, &l) != 0)
         return TT_SKIP;
-    }
-    if (strcmp(kind, "mpi") == 0)
-        tt_mpi_quiet_leaks();
+    train_bin = l.train_bin, orbitrun = l.orbitrun, mpirun = l.mpirun, kind = l.kind;
     const char *backend = strcmp(kind, "mpi") == 0 ? "mpi" : "custom";
     dir = tt_mkdtemp("ddp");
     tt_write_synthetic(dir, "train", TRAIN_N, 21, 1);

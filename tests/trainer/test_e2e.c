@@ -28,26 +28,17 @@ static int run(int nranks, const char *data, const char *json, const char *profi
 
 static double json_number(const char *json, const char *key)
 {
-    char *s = tt_read_file(json, NULL), pat[64];
-    TT_CHECK(s != NULL, "no %s", json);
+    char pat[64];
     snprintf(pat, sizeof pat, "\"%s\": ", key);
-    char *p = strstr(s, pat);
-    TT_CHECK(p != NULL, "%s has no %s", json, key);
-    double v = strtod(p + strlen(pat), NULL);
-    free(s);
-    return v;
+    return tt_json_after(json, pat);
 }
 
 int main(int argc, char **argv)
 {
-    TT_CHECK(argc == 5, "usage: %s ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi", argv[0]);
-    train_bin = argv[1], orbitrun = argv[2], mpirun = argv[3], kind = argv[4];
-    if (strcmp(kind, "mpi") == 0 && access(mpirun, X_OK) != 0) {
-        printf("SKIP: no mpirun\n");
+    tt_launch_t l;
+    if (tt_launch_args(argc, argv, &l) != 0)
         return TT_SKIP;
-    }
-    if (strcmp(kind, "mpi") == 0)
-        tt_mpi_quiet_leaks();
+    train_bin = l.train_bin, orbitrun = l.orbitrun, mpirun = l.mpirun, kind = l.kind;
     char *dir = tt_mkdtemp("e2e");
     tt_write_synthetic(dir, "train", 400, 41, 1);
     tt_write_synthetic(dir, "t10k", 100, 42, 0);

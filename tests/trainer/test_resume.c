@@ -34,14 +34,9 @@ static int train(int nranks, const char *epochs, const char *save, const char *r
 /* "loss" of epoch e in a --json file */
 static double epoch_loss(const char *json, int e)
 {
-    char *s = tt_read_file(json, NULL), key[64];
-    TT_CHECK(s != NULL, "no %s", json);
+    char key[64];
     snprintf(key, sizeof key, "{\"epoch\": %d, \"loss\": ", e);
-    char *p = strstr(s, key);
-    TT_CHECK(p != NULL, "%s has no epoch %d", json, e);
-    double v = strtod(p + strlen(key), NULL);
-    free(s);
-    return v;
+    return tt_json_after(json, key);
 }
 
 static void check(int nranks)
@@ -69,14 +64,10 @@ static void check(int nranks)
 
 int main(int argc, char **argv)
 {
-    TT_CHECK(argc == 5, "usage: %s ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi", argv[0]);
-    train_bin = argv[1], orbitrun = argv[2], mpirun = argv[3], kind = argv[4];
-    if (strcmp(kind, "mpi") == 0 && access(mpirun, X_OK) != 0) {
-        printf("SKIP: no mpirun\n");
+    tt_launch_t l;
+    if (tt_launch_args(argc, argv, &l) != 0)
         return TT_SKIP;
-    }
-    if (strcmp(kind, "mpi") == 0)
-        tt_mpi_quiet_leaks();
+    train_bin = l.train_bin, orbitrun = l.orbitrun, mpirun = l.mpirun, kind = l.kind;
     dir = tt_mkdtemp("resume");
     tt_write_synthetic(dir, "train", 64, 31, 1);
     tt_write_synthetic(dir, "t10k", 16, 32, 1);

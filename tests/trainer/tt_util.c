@@ -209,3 +209,28 @@ void tt_mpi_quiet_leaks(void)
     snprintf(buf, sizeof buf, "%s%sdetect_leaks=0", old ? old : "", old && *old ? ":" : "");
     setenv("ASAN_OPTIONS", buf, 1);
 }
+
+int tt_launch_args(int argc, char **argv, tt_launch_t *l)
+{
+    TT_CHECK(argc == 5, "usage: %s ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi", argv[0]);
+    *l = (tt_launch_t){argv[1], argv[2], argv[3], argv[4]};
+    if (strcmp(l->kind, "mpi") == 0) {
+        if (access(l->mpirun, X_OK) != 0) {
+            printf("SKIP: no mpirun\n");
+            return TT_SKIP;
+        }
+        tt_mpi_quiet_leaks();
+    }
+    return 0;
+}
+
+double tt_json_after(const char *json, const char *pattern)
+{
+    char *s = tt_read_file(json, NULL);
+    TT_CHECK(s != NULL, "no %s", json);
+    char *p = strstr(s, pattern);
+    TT_CHECK(p != NULL, "%s has no %s", json, pattern);
+    double v = strtod(p + strlen(pattern), NULL);
+    free(s);
+    return v;
+}

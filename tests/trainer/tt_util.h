@@ -37,6 +37,10 @@ int tt_run(char *const argv[], const char *out_path, int timeout_s);
 /* Whole file as a NUL-terminated string (NULL if unreadable). */
 char *tt_read_file(const char *path, size_t *len);
 
+/* The number right after the first occurrence of pattern in the file json (a --json
+ * report); exits naming the file when either is missing. */
+double tt_json_after(const char *json, const char *pattern);
+
 /* Largest |a-b| over two checkpoints' parameters (and optimiser state); -1 if either cannot
  * be read or they differ in shape. */
 double tt_ckpt_maxdiff(const char *a, const char *b, double *state_diff);
@@ -45,6 +49,13 @@ double tt_ckpt_maxdiff(const char *a, const char *b, double *state_diff);
  * components it has already unloaded, which LeakSanitizer cannot attribute or suppress by
  * library; leak checking is turned off for those runs only. */
 void tt_mpi_quiet_leaks(void);
+
+/* The launch tests' command line: ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi. Exits on a bad
+ * usage; returns TT_SKIP (after saying why) when the mpi variant has no mpirun, else 0. */
+typedef struct {
+    char *train_bin, *orbitrun, *mpirun, *kind;
+} tt_launch_t;
+int tt_launch_args(int argc, char **argv, tt_launch_t *l);
 
 /* Launch prefix for N ranks: "custom" -> orbitrun -n N --, "mpi" -> mpirun ... -n N.
  * Fills argv from index 0 and returns the count used. */
