@@ -99,30 +99,18 @@ int orb_cuda_is_device_ptr(const void *p)
 /* ---- one call --------------------------------------------------------------------------------- */
 
 typedef struct {
+    orb_call_t a; /* the arguments, as the host path has them */
     struct orb_comm *c;
-    orb_coll_t coll;
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count;
-    orb_dtype_t dtype;
-    orb_op_t op;
-    int root; /* or peer */
     orb_stream_t stream;
 } dcall_t;
-
-static orb_call_t call_of(const dcall_t *k)
-{
-    return (orb_call_t){k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype, k->op, k->root};
-}
 
 /* The host path's checks (coll_call.c); a barrier never takes this path. */
 static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t *in_count, size_t *out_count)
 {
-    if (k->coll == ORB_COLL_BARRIER)
+    if (k->a.coll == ORB_COLL_BARRIER)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "orb_barrier: rank %d: not a collective of the device path",
                              c->rank);
-    const orb_call_t call = call_of(k);
-    return orb_call_validate(c, &call, in_count, out_count);
+    return orb_call_validate(c, &k->a, in_count, out_count);
 }
 
 /* The pointer the kernels use for a user buffer: device memory of the communicator's GPU,
@@ -130,7 +118,7 @@ static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t *in_co
 static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, const char *which,
                                 const void *p, const char **out)
 {
-    const char *fn = orb_call_fn_name(k->coll);
+    const char *fn = orb_call_fn_name(k->a.coll);
     struct cudaPointerAttributes a;
     cudaError_t rc = cudaPointerGetAttributes(&a, p);
     if (rc != cudaSuccess) {
@@ -165,9 +153,9 @@ static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, co
                              "buffers with a NULL stream",
                              fn, c->rank, which, p);
     }
-    if ((uintptr_t)d % orb_dtype_size(k->dtype) != 0)
+    if ((uintptr_t)d % orb_dtype_size(k->a.dtype) != 0)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s %p is not aligned to its %s elements", fn,
-                             c->rank, which, p, orb_dtype_name(k->dtype));
+                             c->rank, which, p, orb_dtype_name(k->a.dtype));
     *out = d;
     return ORB_OK;
 }
@@ -186,19 +174,19 @@ static int proto_for(size_t bytes)
 static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int pin,
                             orb_cuda_op_t *op, size_t *scratch_need)
 {
-    const char *fn = orb_call_fn_name(k->coll);
+    const char *fn = orb_call_fn_name(k->a.coll);
     size_t in_count, out_count;
     orb_status_t st = validate(c, k, &in_count, &out_count);
     if (st != ORB_OK)
         return st;
-    const size_t esz = orb_dtype_size(k->dtype);
+    const size_t esz = orb_dtype_size(k->a.dtype);
     const char *in = NULL, *out = NULL;
-    if (in_count && (st = device_view(c, s, k, k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->sendbuf, &in)) != ORB_OK)
+    if (in_count && (st = device_view(c, s, k, k->a.coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->a.sendbuf, &in)) != ORB_OK)
         return st;
-    if (out_count && (st = device_view(c, s, k, k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->recvbuf, &out)) != ORB_OK)
+    if (out_count && (st = device_view(c, s, k, k->a.coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->a.recvbuf, &out)) != ORB_OK)
         return st;
 
-    orb_call_key_t key = {k->coll, k->count, esz, k->root, k->op};
+    orb_call_key_t key = {k->a.coll, k->a.count, esz, k->a.root, k->a.op};
     const orb_plan_cache_entry_t *entry;
     char why[512] = "";
     st = orb_comm_plan(c, &key, &entry, why, sizeof why);
@@ -217,9 +205,9 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
     op->in = in;
     op->out = (char *)out;
     op->esize = (uint32_t)esz;
-    op->postdiv = k->op == ORB_AVG && orb_coll_reduces(k->coll) ? c->nranks : 0;
-    int proto = proto_for(k->count * esz);
-    if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(k->coll, plan->args.algo) > 1) {
+    op->postdiv = k->a.op == ORB_AVG && orb_coll_reduces(k->a.coll) ? c->nranks : 0;
+    int proto = proto_for(k->a.count * esz);
+    if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(k->a.coll, plan->args.algo) > 1) {
         /* A ring needs one slot more than the pieces of a step (plan.h): LL's small slots cut
          * a big chunk into too many pieces for the FIFO, and the ring would stall. */
         size_t per = ORB_CUDA_LL_SLOT_BYTES / esz;
@@ -229,11 +217,10 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
     op->proto = (uint8_t)proto;
     op->piece_elems = (uint32_t)(orb_cuda_slot_payload(op->proto, s->stride[op->proto]) / esz);
     op->nlanes = (uint8_t)plan->nlanes;
-    op->typed = (uint8_t)orb_coll_reduces(k->coll);
-    const orb_call_t call = call_of(k);
+    op->typed = (uint8_t)orb_coll_reduces(k->a.coll);
     orb_slot_hdr_t sig = {0};
     int sync_next, sync_prev;
-    orb_call_signature(c, &call, &sig, &sync_next, &sync_prev);
+    orb_call_signature(c, &k->a, &sig, &sync_next, &sync_prev);
     memcpy(&op->sig, &sig, sizeof op->sig); /* the same layout, checked field by field above */
     op->sync_next = sync_next;
     op->sync_prev = sync_prev;
@@ -244,7 +231,7 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
         op->nlanes = 0; /* nothing to move: no blocks */
     *scratch_need = orb_plan_out_is_scratch(plan) ? plan->out_count * esz : 0;
     ORB_INFO("%s #%llu count %zu %s on the device: %s, chunk %zu elements, %d channel%s, %s protocol (%s)", fn,
-             (unsigned long long)op->sig.seq, k->count, orb_dtype_name(k->dtype), orb_algo_name(plan->args.algo),
+             (unsigned long long)op->sig.seq, k->a.count, orb_dtype_name(k->a.dtype), orb_algo_name(plan->args.algo),
              plan->args.chunk_elems, plan->nlanes, plan->nlanes > 1 ? "s" : "",
              op->proto == ORB_CUDA_PROTO_LL ? "LL" : "simple", entry->reason);
     return ORB_OK;
@@ -254,7 +241,7 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
 static int buffer_device(const dcall_t *k, int n)
 {
     for (int i = 0; i < n; i++) {
-        const void *bufs[2] = {k[i].sendbuf, k[i].recvbuf};
+        const void *bufs[2] = {k[i].a.sendbuf, k[i].a.recvbuf};
         for (int j = 0; j < 2; j++) {
             struct cudaPointerAttributes a;
             if (!bufs[j])
@@ -282,7 +269,7 @@ static orb_status_t ensure_setup(struct orb_comm *c, struct orb_cuda_state *s, c
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: a stream or device buffers ask for the device path, but %s "
                                     "(host buffers take a NULL stream)",
-                             orb_call_fn_name(k[0].coll), c->rank, err);
+                             orb_call_fn_name(k[0].a.coll), c->rank, err);
     return ORB_OK;
 }
 
@@ -305,7 +292,7 @@ static orb_status_t finish_sync(struct orb_comm *c, struct orb_cuda_state *s, co
  * whose end the caller still has to wait for (only when defer is set). */
 static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, int defer, int *pending)
 {
-    const char *fn = orb_call_fn_name(k[0].coll);
+    const char *fn = orb_call_fn_name(k[0].a.coll);
     struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
     if (!s)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
@@ -360,12 +347,12 @@ static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, in
         total += (need[i] + 255) / 256 * 256;
         if (!L->ops[i].typed)
             continue;
-        orb_op_t kop = k[i].op == ORB_AVG ? ORB_SUM : k[i].op; /* one kernel for both */
+        orb_op_t kop = k[i].a.op == ORB_AVG ? ORB_SUM : k[i].a.op; /* one kernel for both */
         if (!have_typed) {
-            L->dtype = k[i].dtype;
-            L->op = k[i].op;
+            L->dtype = k[i].a.dtype;
+            L->op = k[i].a.op;
             have_typed = 1;
-        } else if ((int)k[i].dtype != L->dtype || kop != (L->op == ORB_AVG ? ORB_SUM : (orb_op_t)L->op)) {
+        } else if ((int)k[i].a.dtype != L->dtype || kop != (L->op == ORB_AVG ? ORB_SUM : (orb_op_t)L->op)) {
             st = orb_comm_fail(c, ORB_ERR_UNSUPPORTED,
                                "%s: rank %d: one group mixes device reductions of different dtypes or ops; the "
                                "device executor runs one of each per launch (split the group)",
@@ -450,7 +437,7 @@ out:
 orb_status_t orb_cuda_collective(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
                                  size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
 {
-    dcall_t k = {c, coll, sendbuf, recvbuf, count, dtype, op, root, stream};
+    dcall_t k = {{coll, sendbuf, recvbuf, count, dtype, op, root}, c, stream};
     return launch_calls(c, &k, 1, 0, NULL);
 }
 
@@ -462,7 +449,7 @@ static _Thread_local int group_n, group_cap;
 orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
                                 size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
 {
-    dcall_t k = {c, coll, sendbuf, recvbuf, count, dtype, op, root, stream};
+    dcall_t k = {{coll, sendbuf, recvbuf, count, dtype, op, root}, c, stream};
     size_t in_count, out_count;
     orb_status_t st = validate(c, &k, &in_count, &out_count); /* the rest needs the device: at group end */
     if (st != ORB_OK)
