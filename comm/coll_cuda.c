@@ -39,6 +39,20 @@ _Static_assert(sizeof(orb_slot_hdr_t) == sizeof(orb_cuda_hdr_t), "piece header s
 
 /* ---- device or host memory -------------------------------------------------------------------- */
 
+#ifdef ORB_CUDA_EMU
+/* The CPU emulator (tools/cuda_emu) has no driver API and no contexts: its runtime answers. */
+int orb_cuda_is_device_ptr(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (!p)
+        return 0;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+#else
 /* Every host collective asks this, so it must not create a CUDA context on a machine with a
  * GPU (seconds and hundreds of MiB per process). A process that never loaded libcuda cannot
  * hold device memory; one that did is asked through the driver, which needs no context. */
@@ -95,6 +109,7 @@ int orb_cuda_is_device_ptr(const void *p)
     }
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
+#endif
 
 /* ---- one call --------------------------------------------------------------------------------- */
 

@@ -5,9 +5,12 @@
 #define ORB_KERNELS_EXEC_CUDA_DEVICE_CUH
 
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include <type_traits>
 
+#include "cuda_launch.h"
 #include "exec_cuda.h"
 #include "reduce_cuda.h"
 
@@ -24,7 +27,10 @@ constexpr int NT = ORB_CUDA_THREADS;
 /* ---- memory accesses with explicit scope ---------------------------------------------- */
 
 /* Flags cross processes and devices (peer memory, mapped host memory): system scope. The
- * instructions take global addresses; generic pointers are converted first. */
+ * instructions take global addresses; generic pointers are converted first. The emulator
+ * (ORB_CUDA_EMU) runs the same protocol with the compiler's atomics: each 8-byte half of an
+ * LL line is one atomic store, which is all the protocol asks of the 16-byte store. */
+#ifndef ORB_CUDA_EMU
 __device__ __forceinline__ unsigned long long gaddr(const void *p)
 {
     return (unsigned long long)__cvta_generic_to_global(p);
@@ -71,6 +77,34 @@ __device__ __forceinline__ uint64_t now_ns()
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+#else
+inline uint64_t ld_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void st_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline int32_t ld_volatile(const int32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+inline void ll_store(void *p, uint64_t data, uint32_t flag)
+{
+    uint64_t *w = (uint64_t *)p; /* little-endian: {data lo, flag}, {data hi, flag} */
+    __atomic_store_n(&w[0], (data & 0xffffffffull) | (uint64_t)flag << 32, __ATOMIC_RELEASE);
+    __atomic_store_n(&w[1], (data >> 32) | (uint64_t)flag << 32, __ATOMIC_RELEASE);
+}
+
+inline uint4 ll_load(const void *p)
+{
+    const uint64_t *w = (const uint64_t *)p;
+    const uint64_t a = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE), b = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
+    uint4 v;
+    v.x = (uint32_t)a, v.y = (uint32_t)(a >> 32), v.z = (uint32_t)b, v.w = (uint32_t)(b >> 32);
+    return v;
+}
+
+inline uint64_t now_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#endif
 
 /* LL flags: never 0, so the zeroed memory of a fresh FIFO never looks written. */
 __device__ __forceinline__ uint32_t ll_flag(unsigned long long pos) { return (uint32_t)(pos % 0xffffffffull) + 1; }
@@ -241,22 +275,23 @@ __device__ void move_simple(const Lane &ln, const Piece &pc, const char *in, cha
     }
 }
 
-/* Up to 8 bytes of whole elements at p (element-aligned). */
+/* Up to 8 bytes of whole elements at p (element-aligned), little-endian in the word. The
+ * word is built with shifts, never written through a narrower pointer: C++ forbids that
+ * aliasing, and g++ -O2 (the CPU emulator) did return the untouched zero for it. */
 __device__ __forceinline__ uint64_t load_part(const char *p, uint32_t nbytes, uint32_t esz)
 {
     if (nbytes == 8 && ((uintptr_t)p & 7) == 0)
         return *(const uint64_t *)p;
     uint64_t v = 0;
-    char *o = (char *)&v;
     if (esz == 4 && ((uintptr_t)p & 3) == 0) {
         for (uint32_t i = 0; i < nbytes; i += 4)
-            *(uint32_t *)(o + i) = *(const uint32_t *)(p + i);
+            v |= (uint64_t) * (const uint32_t *)(p + i) << (8 * i);
     } else if (esz == 2 && ((uintptr_t)p & 1) == 0) {
         for (uint32_t i = 0; i < nbytes; i += 2)
-            *(uint16_t *)(o + i) = *(const uint16_t *)(p + i);
+            v |= (uint64_t) * (const uint16_t *)(p + i) << (8 * i);
     } else {
         for (uint32_t i = 0; i < nbytes; i++)
-            o[i] = p[i];
+            v |= (uint64_t)(unsigned char)p[i] << (8 * i);
     }
     return v;
 }
@@ -267,16 +302,15 @@ __device__ __forceinline__ void store_part(char *p, uint64_t v, uint32_t nbytes,
         *(uint64_t *)p = v;
         return;
     }
-    const char *s = (const char *)&v;
     if (esz == 4 && ((uintptr_t)p & 3) == 0) {
         for (uint32_t i = 0; i < nbytes; i += 4)
-            *(uint32_t *)(p + i) = *(const uint32_t *)(s + i);
+            *(uint32_t *)(p + i) = (uint32_t)(v >> (8 * i));
     } else if (esz == 2 && ((uintptr_t)p & 1) == 0) {
         for (uint32_t i = 0; i < nbytes; i += 2)
-            *(uint16_t *)(p + i) = *(const uint16_t *)(s + i);
+            *(uint16_t *)(p + i) = (uint16_t)(v >> (8 * i));
     } else {
         for (uint32_t i = 0; i < nbytes; i++)
-            p[i] = s[i];
+            p[i] = (char)(v >> (8 * i));
     }
 }
 
@@ -416,7 +450,7 @@ __device__ void piece_ll(const Lane &ln, const Piece &pc)
     if (recv && t < ORB_CUDA_LL_HDR_LINES) {
         uint64_t w;
         if (ll_wait(ln, rline + t * ORB_CUDA_LL_LINE, rflag, &w, pc.recv_peer, nbytes) == 0)
-            ((uint64_t *)ln.hdr)[t] = w;
+            memcpy((char *)ln.hdr + 8 * t, &w, 8); /* not through a uint64_t *: aliasing */
     }
     __syncthreads();
     if (t == 0 && recv && !*ln.err)
@@ -426,8 +460,10 @@ __device__ void piece_ll(const Lane &ln, const Piece &pc)
         return;
 
     if (send && t < ORB_CUDA_LL_HDR_LINES) {
-        orb_cuda_hdr_t h = out_hdr(ln, nbytes);
-        ll_store(sline + t * ORB_CUDA_LL_LINE, ((const uint64_t *)&h)[t], sflag);
+        const orb_cuda_hdr_t h = out_hdr(ln, nbytes);
+        uint64_t w;
+        memcpy(&w, (const char *)&h + 8 * t, 8);
+        ll_store(sline + t * ORB_CUDA_LL_LINE, w, sflag);
     }
     const bool red = reduces(pc.kind);
     const uint32_t nlines = (nbytes + 7) / 8;
@@ -570,7 +606,7 @@ __device__ void add_earlier_ops(const orb_cuda_launch_t &L, int opi, int ch, int
 template <typename T, typename Op>
 __global__ void __launch_bounds__(NT, 1) exec_kernel(const __grid_constant__ orb_cuda_launch_t L)
 {
-    extern __shared__ unsigned long long s_pos[]; /* spos, rpos, and both at the start */
+    ORB_CUDA_DYNAMIC_SHARED(unsigned long long, s_pos); /* spos, rpos, and both at the start */
     __shared__ int s_err, s_last;
     __shared__ orb_cuda_hdr_t s_hdr;
 
@@ -637,8 +673,8 @@ __global__ void __launch_bounds__(NT, 1) exec_kernel(const __grid_constant__ orb
 template <typename T, typename Op>
 cudaError_t launch_kernel(const orb_cuda_launch_t &L, int blocks, size_t smem, cudaStream_t stream)
 {
-    exec_kernel<T, Op><<<blocks, NT, smem, stream>>>(L);
-    return cudaGetLastError();
+    auto kernel = exec_kernel<T, Op>;
+    return ORB_CUDA_LAUNCH(kernel, blocks, NT, smem, stream, L);
 }
 
 /* The four kernels of one dtype (avg is sum with a post-division). */

@@ -1,5 +1,6 @@
 /* CUDA reduction kernels: one grid-wide orb_cuda::reduce_copy (reduce_cuda.h) per
  * (dtype, op), and the host launchers. */
+#include "cuda_launch.h"
 #include "reduce_cuda.h"
 
 
@@ -47,9 +48,8 @@ template <typename T, typename Op>
 orb_status_t launch(void *d1, void *d2, const void *a, const void *b, size_t n, int pd,
                     cudaStream_t stream)
 {
-    orb_cuda_reduce_kernel<T, Op><<<grid_for(n, sizeof(T)), threads_per_block, 0, stream>>>(
-        d1, d2, a, b, n, pd);
-    cudaError_t err = cudaGetLastError();
+    auto kernel = orb_cuda_reduce_kernel<T, Op>;
+    cudaError_t err = ORB_CUDA_LAUNCH(kernel, grid_for(n, sizeof(T)), threads_per_block, 0, stream, d1, d2, a, b, n, pd);
     if (err != cudaSuccess) {
         ORB_WARN("reduction kernel launch failed: %s", cudaGetErrorString(err));
         return ORB_ERR_CUDA;

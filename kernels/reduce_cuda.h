@@ -7,7 +7,8 @@
  * -0 < +0. All pointers are device (or mapped peer) memory.
  *
  * From C: the host launchers. From CUDA C++ (__CUDACC__): also the device building block
- * orb_cuda::reduce_copy<T, Op> that the device executor calls inside its own kernels. */
+ * orb_cuda::reduce_copy<T, Op> that the device executor calls inside its own kernels (also
+ * when the CPU emulator, tools/cuda_emu, compiles them as C++: ORB_CUDA_EMU). */
 #ifndef ORB_KERNELS_REDUCE_CUDA_H
 #define ORB_KERNELS_REDUCE_CUDA_H
 
@@ -34,7 +35,7 @@ orb_status_t orb_cuda_copy(void *dst1, void *dst2, const void *src, size_t n, or
 }
 #endif
 
-#if defined(__CUDACC__) && defined(__cplusplus)
+#if (defined(__CUDACC__) || defined(ORB_CUDA_EMU)) && defined(__cplusplus)
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -260,6 +261,6 @@ __device__ void reduce_copy(void *dst1, void *dst2, const void *src_a, const voi
 
 } /* namespace orb_cuda */
 
-#endif /* __CUDACC__ */
+#endif /* __CUDACC__ || ORB_CUDA_EMU */
 
 #endif

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Quick-start command 2: build and run the tests.
 #   1. the full suite on a -Werror build (meson test; `ctest --test-dir build` runs the same list)
-#   2. the quick suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   3. the multithreaded tests under ThreadSanitizer
-#   4. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 60)
+#   2. the GPU tests and CUDA kernel tests on the CPU emulator of the device path
+#      (tools/cuda_emu, -Dgpu_emu=true): no GPU here, so this is where they run in CI
+#   3. the quick suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   4. the multithreaded tests under ThreadSanitizer
+#   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -11,6 +13,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 bash scripts/build.sh build
 meson test -C build --print-errorlogs --num-processes 2
+
+if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
+  [ -f build-emu/build.ninja ] || meson setup build-emu -Dwerror=true -Dgpu_emu=true >/dev/null
+  ninja -C build-emu launcher/orbitrun tests/gpu/test_gpu_coll tests/gpu/test_gpu_threads \
+    tests/gpu/test_gpu_api tests/kernels/test_kernels_cuda
+  meson test -C build-emu --no-rebuild --print-errorlogs --num-processes 1 --suite gpu
+  meson test -C build-emu --no-rebuild --print-errorlogs kernels_cuda
+else
+  echo "test.sh: no CUDA headers under /usr/local/cuda: the device path's tests on the CPU emulator are skipped"
+fi
 
 bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

@@ -77,8 +77,6 @@ static void test_errors(void)
     float *d_in, *d_out, *d_freed, *h = malloc(n * sizeof *h), *back = malloc(n * sizeof *back);
     CUDA_OK(cudaMalloc((void **)&d_in, n * sizeof *d_in));
     CUDA_OK(cudaMalloc((void **)&d_out, n * sizeof *d_out));
-    CUDA_OK(cudaMalloc((void **)&d_freed, n * sizeof *d_freed));
-    CUDA_OK(cudaFree(d_freed));
     for (size_t i = 0; i < n; i++)
         h[i] = (float)i * 0.5f;
     CUDA_OK(cudaMemcpy(d_in, h, n * sizeof *h, cudaMemcpyHostToDevice));
@@ -87,6 +85,10 @@ static void test_errors(void)
                    "neither device memory nor pinned");
     expect_invalid(c, orb_allreduce((void *)(uintptr_t)0x1000, d_out, n, ORB_FLOAT32, ORB_SUM, c, s),
                    "a made-up pointer", "neither device memory nor pinned");
+    /* Freed just before the call: an allocation in between (the device path's setup on the
+     * first call) may be handed the same address, and the buffer would look alive again. */
+    CUDA_OK(cudaMalloc((void **)&d_freed, n * sizeof *d_freed));
+    CUDA_OK(cudaFree(d_freed));
     expect_invalid(c, orb_allreduce(d_freed, d_out, n, ORB_FLOAT32, ORB_SUM, c, s), "a freed buffer",
                    "already freed");
     expect_invalid(c, orb_allreduce((char *)d_in + 1, d_out, n - 1, ORB_FLOAT32, ORB_SUM, c, s),

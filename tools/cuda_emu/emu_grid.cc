@@ -1,0 +1,216 @@
+/* Grids on the CPU (emu.h): blocks on OS threads, a block's threads as fibers.
+ *
+ * A fiber runs until it calls __syncthreads or returns, so one pass over a block's fibers
+ * brings every live one to the barrier, which then opens: the barrier needs no counting and
+ * the block's shared memory (static thread_local, cuda_emu.h) needs no locking. Blocks that
+ * wait for each other (the executor's lanes, across ranks) each get an OS thread whenever the
+ * grid fits the emulated SMs, as a GPU keeps them resident at one block per SM. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "emu.h"
+
+thread_local uint3 threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+
+namespace orb_emu {
+
+namespace {
+
+constexpr size_t STACK = 64 << 10; /* per fiber; untouched pages cost nothing */
+constexpr int MAX_THREADS = 1024;
+
+/* ---- the context switch: callee-saved registers and the stack pointer ------------------- */
+
+#if defined(__x86_64__)
+/* switch_to(&save, next): push the callee-saved registers, leave sp in *save, take next's. */
+extern "C" void orb_emu_switch(void **save, void *next);
+asm(".text\n"
+    ".globl orb_emu_switch\n"
+    ".type orb_emu_switch,@function\n"
+    "orb_emu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size orb_emu_switch, .-orb_emu_switch\n"
+    ".section .note.GNU-stack,\"\",@progbits\n"
+    ".text\n");
+
+/* A fresh fiber's stack as orb_emu_switch leaves it: six registers, then the entry as the
+ * return address; entry starts with sp = 8 mod 16, as after a call. */
+void *fiber_prepare(char *stack, size_t size, void (*entry)())
+{
+    uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
+    void **sp = (void **)(top - 64);
+    for (int i = 0; i < 6; i++)
+        sp[i] = nullptr;
+    sp[6] = (void *)entry;
+    sp[7] = nullptr;
+    return sp;
+}
+#else
+#error "the CUDA emulator's fibers are written for x86-64"
+#endif
+
+/* ---- fiber stacks, kept for the next grid ------------------------------------------------ */
+
+struct Stacks {
+    char *base = nullptr;
+    int n = 0;
+};
+
+std::mutex stacks_mu;
+std::vector<Stacks> stacks_free;
+
+Stacks stacks_get(int n)
+{
+    {
+        std::lock_guard<std::mutex> g(stacks_mu);
+        for (size_t i = 0; i < stacks_free.size(); i++)
+            if (stacks_free[i].n >= n) {
+                Stacks s = stacks_free[i];
+                stacks_free.erase(stacks_free.begin() + (long)i);
+                return s;
+            }
+    }
+    Stacks s;
+    s.n = std::max(n, 32);
+    void *p = mmap(nullptr, STACK * (size_t)s.n, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("orbit CUDA emulator: mmap of fiber stacks");
+        abort();
+    }
+    s.base = (char *)p;
+    for (int i = 0; i < s.n; i++) /* a guard page under each stack: an overflow faults */
+        mprotect(s.base + STACK * (size_t)i, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE);
+    return s;
+}
+
+void stacks_put(Stacks s)
+{
+    std::lock_guard<std::mutex> g(stacks_mu);
+    stacks_free.push_back(s);
+}
+
+/* ---- one OS thread's blocks ---------------------------------------------------------------- */
+
+struct Fiber {
+    void *sp;
+    bool done, at_barrier;
+};
+
+struct Runner {
+    const std::function<void()> *body;
+    dim3 block;
+    int nthreads, cur;
+    std::vector<Fiber> f;
+    void *sched_sp;
+    std::vector<unsigned long long> smem; /* dynamic shared memory, 8-byte aligned */
+};
+
+thread_local Runner *runner;
+
+void fiber_entry()
+{
+    Runner *r = runner;
+    (*r->body)();
+    r->f[r->cur].done = true;
+    orb_emu_switch(&r->f[r->cur].sp, r->sched_sp);
+    abort(); /* a finished fiber is never resumed */
+}
+
+uint3 unflatten(unsigned i, dim3 d)
+{
+    uint3 u;
+    u.x = i % d.x;
+    u.y = i / d.x % d.y;
+    u.z = i / (d.x * d.y);
+    return u;
+}
+
+void run_block(Runner &r, Stacks &st, unsigned b)
+{
+    blockIdx = unflatten(b, gridDim);
+    for (int t = 0; t < r.nthreads; t++)
+        r.f[t] = {fiber_prepare(st.base + STACK * (size_t)t, STACK, fiber_entry), false, false};
+    std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull); /* stale data stays visible */
+    for (int live = r.nthreads; live > 0;) {
+        for (int t = 0; t < r.nthreads; t++) {
+            if (r.f[t].done || r.f[t].at_barrier)
+                continue;
+            r.cur = t;
+            threadIdx = unflatten((unsigned)t, r.block);
+            orb_emu_switch(&r.sched_sp, r.f[t].sp);
+        }
+        live = 0; /* every live fiber is at the barrier now: open it */
+        for (int t = 0; t < r.nthreads; t++) {
+            r.f[t].at_barrier = false;
+            live += !r.f[t].done;
+        }
+    }
+}
+
+} /* namespace */
+
+void syncthreads()
+{
+    Runner *r = runner;
+    Fiber &me = r->f[r->cur];
+    me.at_barrier = true;
+    orb_emu_switch(&me.sp, r->sched_sp);
+}
+
+void *dynamic_smem() { return runner->smem.data(); }
+
+void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<void()> &body)
+{
+    const unsigned nblocks = grid.x * grid.y * grid.z;
+    const int nthreads = (int)(block.x * block.y * block.z);
+    if (nblocks == 0 || nthreads < 1 || nthreads > MAX_THREADS)
+        return; /* orb_emu_launch refused it already */
+    /* co-resident while the grid fits the SMs; beyond, blocks queue as on a full GPU */
+    const unsigned nos = std::min<unsigned>(nblocks, (unsigned)sm_count());
+    std::atomic<unsigned> next(0);
+    auto work = [&] {
+        gridDim = grid;
+        blockDim = block;
+        Runner r;
+        r.body = &body;
+        r.block = block;
+        r.nthreads = nthreads;
+        r.cur = 0;
+        r.f.resize((size_t)nthreads);
+        r.sched_sp = nullptr;
+        r.smem.resize((dynamic_smem + 7) / 8 + 1);
+        runner = &r;
+        Stacks st = stacks_get(nthreads);
+        for (unsigned b; (b = next.fetch_add(1)) < nblocks;)
+            run_block(r, st, b);
+        stacks_put(st);
+        runner = nullptr;
+    };
+    if (nos == 1) {
+        work();
+        return;
+    }
+    std::vector<std::thread> th;
+    th.reserve(nos);
+    for (unsigned i = 0; i < nos; i++)
+        th.emplace_back(work);
+    for (auto &t : th)
+        t.join();
+}
+
+} /* namespace orb_emu */
