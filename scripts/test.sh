@@ -17,7 +17,7 @@ meson test -C build --print-errorlogs --num-processes 2
 if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
   [ -f build-emu/build.ninja ] || meson setup build-emu -Dwerror=true -Dgpu_emu=true >/dev/null
   ninja -C build-emu launcher/orbitrun tests/gpu/test_gpu_coll tests/gpu/test_gpu_threads \
-    tests/gpu/test_gpu_api tests/kernels/test_kernels_cuda
+    tests/gpu/test_gpu_api tests/kernels/test_kernels_cuda tests/emu/test_cuda_emu
   meson test -C build-emu --no-rebuild --print-errorlogs --num-processes 1 --suite gpu
   meson test -C build-emu --no-rebuild --print-errorlogs kernels_cuda
 else
