@@ -5,7 +5,7 @@ set -uo pipefail
 
 usage() {
     cat <<USAGE
-usage: $0 [-B BUILD] [-t quick|full|none] [-s SIZES] [-n "RANKS..."] [-c COLLS] [-S] [-k]
+usage: $0 [-B BUILD] [-t quick|full|none] [-s SIZES] [-n "RANKS..."] [-c COLLS] [-S] [-k] [-E]
   -B BUILD   build directory (configured here if missing)     [build-gpu-suite]
   -t TESTS   meson suite: quick (gpu-quick), full (gpu), none   [quick]
   -s SIZES   bench sizes, MIN:MAX in bytes                       [8:64M]
@@ -14,6 +14,8 @@ usage: $0 [-B BUILD] [-t quick|full|none] [-s SIZES] [-n "RANKS..."] [-c COLLS] 
   -c COLLS   benches to run                                      ["allreduce allgather reduce_scatter broadcast"]
   -S         also run compute-sanitizer memcheck and racecheck on a small case
   -k         skip the build (use BUILD as it is)
+  -E         the CPU emulator instead of a GPU (-Dgpu_emu=true): a dry run of this script
+             on a machine without one; its figures mean nothing    [build-gpu-suite-emu]
 Prints stage timings as it goes and, last, busbw (GB/s) per collective and size.
 NCCL refuses two ranks on one GPU, so its column exists only up to the number of GPUs.
 USAGE
@@ -27,7 +29,8 @@ ranks="1 2 4"
 colls="allreduce allgather reduce_scatter broadcast"
 sanitize=0
 do_build=1
-while getopts "B:t:s:n:c:Skh" opt; do
+emu=0
+while getopts "B:t:s:n:c:SkEh" opt; do
     case $opt in
     B) build=$OPTARG ;;
     t) tests=$OPTARG ;;
@@ -36,6 +39,7 @@ while getopts "B:t:s:n:c:Skh" opt; do
     c) colls=$OPTARG ;;
     S) sanitize=1 ;;
     k) do_build=0 ;;
+    E) emu=1; [ "$build" = "$root/build-gpu-suite" ] && build=$root/build-gpu-suite-emu ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -56,12 +60,15 @@ else
     ngpu=0
 fi
 nproc_=$(nproc)
+[ $emu = 1 ] && echo "CPU emulator (-E): every time and bandwidth below is the emulator's and means nothing"
 echo "$nproc_ CPUs, $ngpu GPU(s); MPS control pipes: $([ -e /tmp/nvidia-mps ] && echo found || echo none)"
 
 if [ $do_build = 1 ]; then
     stage "build ($build)"
     if [ ! -f "$build/build.ninja" ]; then
-        meson setup "$build" "$root" -Dwerror=true -Dcuda=enabled >"$build.setup.log" 2>&1 ||
+        device_opt=-Dcuda=enabled
+        [ $emu = 1 ] && device_opt=-Dgpu_emu=true
+        meson setup "$build" "$root" -Dwerror=true $device_opt >"$build.setup.log" 2>&1 ||
             { tail -30 "$build.setup.log"; exit 1; }
     fi
     ninja -C "$build" -j "$nproc_" >"$build.ninja.log" 2>&1 || { grep -E "error|FAILED" "$build.ninja.log" | head -40; exit 1; }
@@ -111,7 +118,7 @@ for coll in $colls; do
     done
 done
 
-stage "table: busbw GB/s, out-of-place (orbit with n ranks; NCCL where it can run)"
+stage "table: busbw GB/s, out-of-place (orbit with n ranks; NCCL where it can run)$([ $emu = 1 ] && echo '; EMULATOR, not figures')"
 python3 - "$out" "$ranks" <<'PY'
 import glob, json, os, sys
 out, ranks = sys.argv[1], sys.argv[2].split()

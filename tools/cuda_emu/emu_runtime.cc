@@ -250,6 +250,19 @@ std::shared_ptr<Stream> lookup_stream_locked(cudaStream_t h)
     return it == g.streams.end() ? nullptr : it->second;
 }
 
+/* f(stream) under the state lock for a getter: out must not be NULL, the stream must live. */
+template <class F> cudaError_t with_stream(cudaStream_t h, const void *out, F f)
+{
+    if (!out)
+        return fail(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lk(st().mu);
+    std::shared_ptr<Stream> s = lookup_stream_locked(h);
+    if (!s)
+        return fail(cudaErrorInvalidResourceHandle);
+    f(*s);
+    return cudaSuccess;
+}
+
 /* What an operation queued now on s must wait for, beyond s's own order: the legacy
  * semantics between the NULL stream and the blocking streams of its device. Needs State::mu,
  * which also makes the snapshot and the push one step for other submitters. */
@@ -1209,26 +1222,12 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
 
 cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
 {
-    if (!flags)
-        return fail(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lk(st().mu);
-    std::shared_ptr<Stream> s = lookup_stream_locked(hStream);
-    if (!s)
-        return fail(cudaErrorInvalidResourceHandle);
-    *flags = s->flags;
-    return cudaSuccess;
+    return with_stream(hStream, flags, [&](Stream &s) { *flags = s.flags; });
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device)
 {
-    if (!device)
-        return fail(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lk(st().mu);
-    std::shared_ptr<Stream> s = lookup_stream_locked(hStream);
-    if (!s)
-        return fail(cudaErrorInvalidResourceHandle);
-    *device = s->device;
-    return cudaSuccess;
+    return with_stream(hStream, device, [&](Stream &s) { *device = s.device; });
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
@@ -1378,14 +1377,9 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
 {
-    if (!pCaptureStatus)
-        return fail(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lk(st().mu);
-    std::shared_ptr<Stream> s = lookup_stream_locked(stream);
-    if (!s)
-        return fail(cudaErrorInvalidResourceHandle);
-    *pCaptureStatus = s->capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-    return cudaSuccess;
+    return with_stream(stream, pCaptureStatus, [&](Stream &s) {
+        *pCaptureStatus = s.capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    });
 }
 
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
@@ -1393,26 +1387,21 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCapture
                                      const cudaGraphNode_t **dependencies_out,
                                      const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-    if (!captureStatus_out)
-        return fail(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lk(st().mu);
-    std::shared_ptr<Stream> s = lookup_stream_locked(stream);
-    if (!s)
-        return fail(cudaErrorInvalidResourceHandle);
-    const bool on = s->capture != nullptr;
-    *captureStatus_out = on ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-    if (id_out)
-        *id_out = on ? s->capture_id : 0;
-    if (graph_out)
-        *graph_out = on ? reinterpret_cast<cudaGraph_t>(s->capture.get()) : nullptr;
-    /* captured work forms a chain: node handles are not modelled */
-    if (dependencies_out)
-        *dependencies_out = nullptr;
-    if (edgeData_out)
-        *edgeData_out = nullptr;
-    if (numDependencies_out)
-        *numDependencies_out = 0;
-    return cudaSuccess;
+    return with_stream(stream, captureStatus_out, [&](Stream &s) {
+        const bool on = s.capture != nullptr;
+        *captureStatus_out = on ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+        if (id_out)
+            *id_out = on ? s.capture_id : 0;
+        if (graph_out)
+            *graph_out = on ? reinterpret_cast<cudaGraph_t>(s.capture.get()) : nullptr;
+        /* captured work forms a chain: node handles are not modelled */
+        if (dependencies_out)
+            *dependencies_out = nullptr;
+        if (edgeData_out)
+            *edgeData_out = nullptr;
+        if (numDependencies_out)
+            *numDependencies_out = 0;
+    });
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
