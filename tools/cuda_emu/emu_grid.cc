@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -131,6 +132,27 @@ void fiber_entry()
     abort(); /* a finished fiber is never resumed */
 }
 
+/* ORBIT_CUDA_EMU_ORDER: the order a block's fibers run between two barriers: forward
+ * (default), reverse or random. A GPU promises none, so code that needs a barrier it lacks
+ * gives different answers in different orders. */
+enum class Order { forward, reverse, random };
+
+Order fiber_order()
+{
+    static const Order o = [] {
+        const char *e = getenv("ORBIT_CUDA_EMU_ORDER");
+        if (e && !strcmp(e, "reverse"))
+            return Order::reverse;
+        if (e && !strcmp(e, "random"))
+            return Order::random;
+        if (e && *e && strcmp(e, "forward"))
+            fprintf(stderr, "orbit CUDA emulator: ORBIT_CUDA_EMU_ORDER=%s is not forward, reverse or random; "
+                            "using forward\n", e);
+        return Order::forward;
+    }();
+    return o;
+}
+
 uint3 unflatten(unsigned i, dim3 d)
 {
     uint3 u;
@@ -146,8 +168,18 @@ void run_block(Runner &r, Stacks &st, unsigned b)
     for (int t = 0; t < r.nthreads; t++)
         r.f[t] = {fiber_prepare(st.base + STACK * (size_t)t, STACK, fiber_entry), false, false};
     std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull); /* stale data stays visible */
+    const Order order = fiber_order();
+    std::vector<int> seq((size_t)r.nthreads);
+    for (int t = 0; t < r.nthreads; t++)
+        seq[(size_t)t] = order == Order::reverse ? r.nthreads - 1 - t : t;
+    static thread_local uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)pthread_self();
     for (int live = r.nthreads; live > 0;) {
-        for (int t = 0; t < r.nthreads; t++) {
+        if (order == Order::random)
+            for (int i = r.nthreads - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                std::swap(seq[(size_t)i], seq[(size_t)(rng % (uint64_t)(i + 1))]);
+            }
+        for (int t : seq) {
             if (r.f[t].done || r.f[t].at_barrier)
                 continue;
             r.cur = t;
