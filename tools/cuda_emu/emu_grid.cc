@@ -64,6 +64,27 @@ void *fiber_prepare(char *stack, size_t size, void (*entry)())
 #error "the CUDA emulator's fibers are written for x86-64"
 #endif
 
+/* ThreadSanitizer follows each fiber as a thread of its own (its shadow call stack must
+ * switch with the real one); a switch synchronises, so only the traffic between blocks and
+ * ranks, which the protocol orders with atomics, is checked. */
+#if defined(__SANITIZE_THREAD__)
+extern "C" {
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+}
+void *tsan_current() { return __tsan_get_current_fiber(); }
+void *tsan_create() { return __tsan_create_fiber(0); }
+void tsan_destroy(void *f) { __tsan_destroy_fiber(f); }
+void tsan_switch(void *f) { __tsan_switch_to_fiber(f, 0); }
+#else
+void *tsan_current() { return nullptr; }
+void *tsan_create() { return nullptr; }
+void tsan_destroy(void *) {}
+void tsan_switch(void *) {}
+#endif
+
 /* ---- fiber stacks, kept for the next grid ------------------------------------------------ */
 
 struct Stacks {
@@ -110,6 +131,7 @@ void stacks_put(Stacks s)
 struct Fiber {
     void *sp;
     bool done, at_barrier;
+    void *tsan;
 };
 
 struct Runner {
@@ -117,7 +139,7 @@ struct Runner {
     dim3 block;
     int nthreads, cur;
     std::vector<Fiber> f;
-    void *sched_sp;
+    void *sched_sp, *sched_tsan;
     std::vector<unsigned long long> smem; /* dynamic shared memory, 8-byte aligned */
 };
 
@@ -128,6 +150,7 @@ void fiber_entry()
     Runner *r = runner;
     (*r->body)();
     r->f[r->cur].done = true;
+    tsan_switch(r->sched_tsan);
     orb_emu_switch(&r->f[r->cur].sp, r->sched_sp);
     abort(); /* a finished fiber is never resumed */
 }
@@ -166,7 +189,7 @@ void run_block(Runner &r, Stacks &st, unsigned b)
 {
     blockIdx = unflatten(b, gridDim);
     for (int t = 0; t < r.nthreads; t++)
-        r.f[t] = {fiber_prepare(st.base + STACK * (size_t)t, STACK, fiber_entry), false, false};
+        r.f[t] = {fiber_prepare(st.base + STACK * (size_t)t, STACK, fiber_entry), false, false, tsan_create()};
     std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull); /* stale data stays visible */
     const Order order = fiber_order();
     std::vector<int> seq((size_t)r.nthreads);
@@ -184,6 +207,7 @@ void run_block(Runner &r, Stacks &st, unsigned b)
                 continue;
             r.cur = t;
             threadIdx = unflatten((unsigned)t, r.block);
+            tsan_switch(r.f[t].tsan);
             orb_emu_switch(&r.sched_sp, r.f[t].sp);
         }
         live = 0; /* every live fiber is at the barrier now: open it */
@@ -192,6 +216,8 @@ void run_block(Runner &r, Stacks &st, unsigned b)
             live += !r.f[t].done;
         }
     }
+    for (int t = 0; t < r.nthreads; t++)
+        tsan_destroy(r.f[t].tsan);
 }
 
 } /* namespace */
@@ -201,6 +227,7 @@ void syncthreads()
     Runner *r = runner;
     Fiber &me = r->f[r->cur];
     me.at_barrier = true;
+    tsan_switch(r->sched_tsan);
     orb_emu_switch(&me.sp, r->sched_sp);
 }
 
@@ -225,6 +252,7 @@ void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<vo
         r.cur = 0;
         r.f.resize((size_t)nthreads);
         r.sched_sp = nullptr;
+        r.sched_tsan = tsan_current();
         r.smem.resize((dynamic_smem + 7) / 8 + 1);
         runner = &r;
         Stacks st = stacks_get(nthreads);
