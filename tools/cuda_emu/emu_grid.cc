@@ -190,7 +190,8 @@ void run_block(Runner &r, Stacks &st, unsigned b)
     blockIdx = unflatten(b, gridDim);
     for (int t = 0; t < r.nthreads; t++)
         r.f[t] = {fiber_prepare(st.base + STACK * (size_t)t, STACK, fiber_entry), false, false, tsan_create()};
-    std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull); /* stale data stays visible */
+    /* poisoned: a read before any write sees garbage, not a zero that hides the bug */
+    std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull);
     const Order order = fiber_order();
     std::vector<int> seq((size_t)r.nthreads);
     for (int t = 0; t < r.nthreads; t++)
