@@ -863,13 +863,21 @@ cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId)
     return cudaSuccess;
 }
 
+/* ORBIT_CUDA_EMU_PEER=0: devices that cannot reach each other (no P2P, as across some PCIe
+ * root complexes), so the host-staged FIFOs run. */
+bool peer_capable()
+{
+    static const bool p = env_int("ORBIT_CUDA_EMU_PEER", 1, 0, 1) != 0;
+    return p;
+}
+
 cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
 {
     if (!canAccessPeer)
         return fail(cudaErrorInvalidValue);
     if (!valid_device(device) || !valid_device(peerDevice))
         return fail(cudaErrorInvalidDevice);
-    *canAccessPeer = device != peerDevice;
+    *canAccessPeer = device != peerDevice && peer_capable();
     return cudaSuccess;
 }
 
@@ -880,6 +888,8 @@ cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
         return fail(cudaErrorInvalidDevice);
     if (flags != 0)
         return fail(cudaErrorInvalidValue);
+    if (!peer_capable())
+        return fail(cudaErrorPeerAccessUnsupported);
     PeerState &p = peers();
     std::lock_guard<std::mutex> lk(p.mu);
     if (!p.enabled.insert({me, peerDevice}).second)
