@@ -140,7 +140,8 @@ struct Runner {
     int nthreads, cur;
     std::vector<Fiber> f;
     void *sched_sp, *sched_tsan;
-    std::vector<unsigned long long> smem; /* dynamic shared memory, 8-byte aligned */
+    std::vector<unsigned long long> smem;
+    std::vector<int> seq; /* the order fibers run in between barriers */ /* dynamic shared memory, 8-byte aligned */
 };
 
 thread_local Runner *runner;
@@ -193,9 +194,7 @@ void run_block(Runner &r, Stacks &st, unsigned b)
     /* poisoned: a read before any write sees garbage, not a zero that hides the bug */
     std::fill(r.smem.begin(), r.smem.end(), 0xbadbadbadbadbadbull);
     const Order order = fiber_order();
-    std::vector<int> seq((size_t)r.nthreads);
-    for (int t = 0; t < r.nthreads; t++)
-        seq[(size_t)t] = order == Order::reverse ? r.nthreads - 1 - t : t;
+    std::vector<int> &seq = r.seq;
     static thread_local uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)pthread_self();
     for (int live = r.nthreads; live > 0;) {
         if (order == Order::random)
@@ -255,6 +254,9 @@ void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<vo
         r.sched_sp = nullptr;
         r.sched_tsan = tsan_current();
         r.smem.resize((dynamic_smem + 7) / 8 + 1);
+        r.seq.resize((size_t)nthreads);
+        for (int t = 0; t < nthreads; t++)
+            r.seq[(size_t)t] = fiber_order() == Order::reverse ? nthreads - 1 - t : t;
         runner = &r;
         Stacks st = stacks_get(nthreads);
         for (unsigned b; (b = next.fetch_add(1)) < nblocks;)

@@ -414,6 +414,21 @@ std::map<uintptr_t, Range>::iterator find_range_locked(const void *p)
     return a - it->first < it->second.size ? it : r.end();
 }
 
+/* The range that starts at p, if ok(range) accepts it: copied to *out, and removed from the
+ * registry when take is set. The base-address lookups of free, unregister and IPC. */
+template <class Ok> bool base_range(const void *p, Ok ok, Range *out, bool take)
+{
+    MemState &m = mem();
+    std::lock_guard<std::mutex> lk(m.mu);
+    auto it = m.ranges.find((uintptr_t)p);
+    if (!p || it == m.ranges.end() || !ok(it->second))
+        return false;
+    *out = it->second;
+    if (take)
+        m.ranges.erase(it);
+    return true;
+}
+
 /* Whether [p, p+n) lies inside one registered range. */
 bool inside_registered(const void *p, size_t n)
 {
@@ -946,26 +961,14 @@ cudaError_t cudaFree(void *devPtr)
 {
     if (!devPtr)
         return cudaSuccess;
-    MemState &m = mem();
-    int device;
-    {
-        std::lock_guard<std::mutex> lk(m.mu);
-        auto it = m.ranges.find((uintptr_t)devPtr);
-        if (it == m.ranges.end() || (it->second.kind != Kind::Device && it->second.kind != Kind::Managed))
-            return fail(cudaErrorInvalidValue);
-        device = it->second.device;
-    }
-    /* like the real cudaFree: queued work that may still use the memory finishes first */
-    wait_device(device);
+    auto allocated = [](const Range &r) { return r.kind == Kind::Device || r.kind == Kind::Managed; };
     Range r;
-    {
-        std::lock_guard<std::mutex> lk(m.mu);
-        auto it = m.ranges.find((uintptr_t)devPtr);
-        if (it == m.ranges.end() || (it->second.kind != Kind::Device && it->second.kind != Kind::Managed))
-            return fail(cudaErrorInvalidValue); /* freed by another thread meanwhile */
-        r = it->second;
-        m.ranges.erase(it);
-    }
+    if (!base_range(devPtr, allocated, &r, false))
+        return fail(cudaErrorInvalidValue);
+    /* like the real cudaFree: queued work that may still use the memory finishes first */
+    wait_device(r.device);
+    if (!base_range(devPtr, allocated, &r, true))
+        return fail(cudaErrorInvalidValue); /* freed by another thread meanwhile */
     munmap(devPtr, r.mapped);
     close(r.fd);
     return cudaSuccess;
@@ -983,16 +986,9 @@ cudaError_t cudaFreeHost(void *ptr)
 {
     if (!ptr)
         return cudaSuccess;
-    MemState &m = mem();
     Range r;
-    {
-        std::lock_guard<std::mutex> lk(m.mu);
-        auto it = m.ranges.find((uintptr_t)ptr);
-        if (it == m.ranges.end() || it->second.kind != Kind::Host || !it->second.owned)
-            return fail(cudaErrorInvalidValue);
-        r = it->second;
-        m.ranges.erase(it);
-    }
+    if (!base_range(ptr, [](const Range &x) { return x.kind == Kind::Host && x.owned; }, &r, true))
+        return fail(cudaErrorInvalidValue);
     munmap(ptr, r.mapped);
     return cudaSuccess;
 }
@@ -1024,12 +1020,9 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 
 cudaError_t cudaHostUnregister(void *ptr)
 {
-    MemState &m = mem();
-    std::lock_guard<std::mutex> lk(m.mu);
-    auto it = m.ranges.find((uintptr_t)ptr);
-    if (!ptr || it == m.ranges.end() || it->second.kind != Kind::Host || it->second.owned)
+    Range r;
+    if (!base_range(ptr, [](const Range &x) { return x.kind == Kind::Host && !x.owned; }, &r, true))
         return fail(cudaErrorHostMemoryNotRegistered);
-    m.ranges.erase(it);
     return cudaSuccess;
 }
 
@@ -1275,10 +1268,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
     return cudaSuccess; /* queued records and waits hold their own references */
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+/* A record or a wait of a live event, queued on (or captured from) stream. */
+static cudaError_t submit_event(cudaStream_t stream, cudaEvent_t event, Node::Kind kind)
 {
     Node n;
-    n.kind = Node::RecordEvent;
+    n.kind = kind;
     {
         std::lock_guard<std::mutex> lk(st().mu);
         n.event = lookup_event_locked(event);
@@ -1288,18 +1282,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     return submit(stream, std::move(n));
 }
 
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    return submit_event(stream, event, Node::RecordEvent);
+}
+
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
     (void)flags;
-    Node n;
-    n.kind = Node::WaitEvent;
-    {
-        std::lock_guard<std::mutex> lk(st().mu);
-        n.event = lookup_event_locked(event);
-    }
-    if (!n.event)
-        return fail(cudaErrorInvalidResourceHandle);
-    return submit(stream, std::move(n));
+    return submit_event(stream, event, Node::WaitEvent);
 }
 
 
@@ -1495,20 +1486,16 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
         return fail(cudaErrorInvalidValue);
     IpcHandle h;
     memset(&h, 0, sizeof h);
-    {
-        MemState &m = mem();
-        std::lock_guard<std::mutex> lk(m.mu);
-        auto it = m.ranges.find((uintptr_t)devPtr);
-        if (it == m.ranges.end() || it->second.kind != Kind::Device)
-            return fail(cudaErrorInvalidValue);
-        h.magic = kIpcMagic;
-        h.pid = (int32_t)getpid();
-        h.fd = it->second.fd;
-        h.device = it->second.device;
-        h.size = it->second.size;
-        h.mapped = it->second.mapped;
-        h.serial = it->second.serial;
-    }
+    Range r;
+    if (!base_range(devPtr, [](const Range &x) { return x.kind == Kind::Device; }, &r, false))
+        return fail(cudaErrorInvalidValue);
+    h.magic = kIpcMagic;
+    h.pid = (int32_t)getpid();
+    h.fd = r.fd;
+    h.device = r.device;
+    h.size = r.size;
+    h.mapped = r.mapped;
+    h.serial = r.serial;
     memset(handle, 0, sizeof *handle);
     memcpy(handle->reserved, &h, sizeof h);
     return cudaSuccess;
