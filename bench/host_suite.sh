@@ -6,28 +6,38 @@
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
-# Usage: bench/host_suite.sh [BUILD_DIR] [REPS]     (defaults: build 5)
+# Usage: bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
+#   defaults: build 5 results/<UTC date>-<CPU model>; every run's table and JSON (nccl-tests
+#   rows, one object per line) are kept under OUT_DIR, and the suite's output is OUT_DIR/suite.txt,
+#   so that every figure docs/perf.md quotes can be traced to the run it came from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 reps=${2:-5}
+# the model name a VM shows can be as short as "AMD EPYC": family and model tell Zen 2/3/4 apart
+cpu=$(awk -F': *' '/^model name/ && !n {n=$2} /^cpu family/ && !f {f=$2} /^model\t/ && !m {m=$2}
+      END {print n "-f" f "m" m}' /proc/cpuinfo | sed 's/[^A-Za-z0-9]\+/-/g; s/-$//')
+out=${3:-results/$(date -u +%F)-$cpu}
+mkdir -p "$out"
+exec > >(tee "$out/suite.txt") 2>&1
+echo "# raw output: $out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 orbitrun=$build/launcher/orbitrun
 echo "# host suite: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
-bash bench/compare.sh -n 2 -r "$reps" "$build" allreduce --size 8:256M --factor 4 --check
+bash bench/compare.sh -n 2 -r "$reps" -o "$out/1-allreduce" "$build" allreduce --size 8:256M --factor 4 --check
 
 echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
   echo "### $c"
-  bash bench/compare.sh -n 2 -r "$reps" "$build" "$c" --size 16M:64M --factor 4
+  bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 16M:64M --factor 4
 done
 echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
   echo "### $c"
-  bash bench/compare.sh -n 2 -r "$reps" "$build" "$c" --size 8:4K --factor 8
+  bash bench/compare.sh -n 2 -r "$reps" -o "$out/2b-$c" "$build" "$c" --size 8:4K --factor 8
 done
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
@@ -35,7 +45,8 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 echo; echo "## 3. ring vs tree all-reduce (median out-of-place time in us of $reps runs)"
 for n in 2 4 8; do
   printf "%-8s %12s %12s %12s\n" "nranks=$n" "size(B)" "ring(us)" "tree(us)"
-  tmp=$(mktemp -d)
+  tmp=$out/3-ring-tree-n$n
+  mkdir -p "$tmp"
   for i in $(seq "$reps"); do
     for a in ring tree; do
       "$orbitrun" --no-tag -n "$n" "$build/bench/allreduce_bench" --algo "$a" --size 8:4M --factor 4 \
@@ -53,7 +64,6 @@ for l in sys.stdin:
   if o['size']==$size and not o['inplace']: print(o['time_us'])" | median)
     printf "%-8s %12s %12s %12s\n" "" "$size" "$r" "$t"
   done
-  rm -rf "$tmp"
 done
 
 echo; echo "## 4. mismatch detection cost: 8-byte allreduce, 2 ranks (median of $((reps*2+1)) alternating runs)"
@@ -66,10 +76,11 @@ for i in $(seq $((reps * 2 + 1))); do
   done
 done
 m1=$(printf "%s\n" "${on[@]}" | median); m0=$(printf "%s\n" "${off[@]}" | median)
+printf 'ORBIT_CHECK=1 %s\nORBIT_CHECK=0 %s\n' "${on[*]}" "${off[*]}" >"$out/4-check-cost.txt"
 echo "ORBIT_CHECK=1: $m1 us   ORBIT_CHECK=0: $m0 us   overhead: $(python3 -c "print(f'{($m1/$m0-1)*100:.1f}%')")"
 
 echo; echo "## 5. all-reduce with 4 ranks (oversubscribed when the machine has fewer than 4 cores), 8 B .. 32 KiB"
-bash bench/compare.sh -n 4 -r "$reps" "$build" allreduce --size 8:32K --factor 8 --no-inplace
+bash bench/compare.sh -n 4 -r "$reps" -o "$out/5-allreduce-n4" "$build" allreduce --size 8:32K --factor 8 --no-inplace
 
 echo; echo "## 6. all-reduce, 2 ranks, 8 B .. 4 KiB, while a 2-rank orbit-train (lenet) job runs alongside"
 if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist ]; then
@@ -77,7 +88,7 @@ if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist
     >/dev/null 2>&1 &
   load=$!
   sleep 3
-  bash bench/compare.sh -n 2 -r "$reps" "$build" allreduce --size 8:4K --factor 8 --no-inplace --iters 2000
+  bash bench/compare.sh -n 2 -r "$reps" -o "$out/6-under-load" "$build" allreduce --size 8:4K --factor 8 --no-inplace --iters 2000
   kill "$load" 2>/dev/null || true
   wait "$load" 2>/dev/null || true
 else

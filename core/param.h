@@ -27,6 +27,7 @@
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
     X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
+    X(CPU_KERNELS, "ORBIT_CPU_KERNELS", "auto", "CPU reduction loops: auto (AVX2+F16C where the CPU has them), portable (baseline x86-64 / any ISA)") \
     X(CUDA_PROTO, "ORBIT_CUDA_PROTO", "", "device protocol: ll (data and flag in one store), simple (slots); empty: by size")
 
 typedef enum {

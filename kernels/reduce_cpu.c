@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
+#include "core/param.h"
 #include "reduce.h"
 #include "reduce_impl.h"
 
@@ -24,13 +26,28 @@ static bool orb_cpu_has_avx2_f16c(void)
 }
 #endif
 
-static const struct orb_kernel_set *orb_kernel_pick(void)
+/* The best flavour this CPU runs. */
+static const struct orb_kernel_set *orb_kernel_best(void)
 {
 #ifdef ORB_KERNELS_HAVE_AVX2
     if (orb_cpu_has_avx2_f16c())
         return &orb_kernels_avx2;
 #endif
     return &orb_kernels_portable;
+}
+
+/* ORBIT_CPU_KERNELS=portable forces the baseline-ISA loops, so one CI variant runs the path
+ * that CPUs without AVX2/F16C take. */
+static const struct orb_kernel_set *orb_kernel_pick(void)
+{
+    const char *want = orb_param_str(ORB_PARAM_S_CPU_KERNELS);
+    const struct orb_kernel_set *s = orb_kernel_best();
+    if (strcmp(want, "portable") == 0)
+        s = &orb_kernels_portable;
+    else if (want[0] != '\0' && strcmp(want, "auto") != 0)
+        ORB_WARN("ORBIT_CPU_KERNELS=%s: not a kernel flavour (auto, portable); using auto", want);
+    ORB_INFO("CPU reduction kernels: %s", s == &orb_kernels_portable ? "portable" : "avx2+f16c");
+    return s;
 }
 
 /* Racing first callers compute the same answer, so a relaxed store is enough. */
@@ -82,11 +99,11 @@ orb_status_t orb_kernel_half_select(const char *impl)
 {
     const struct orb_kernel_set *s = NULL;
     if (impl == NULL || strcmp(impl, "auto") == 0)
-        s = orb_kernel_pick();
+        s = orb_kernel_best();
     else if (strcmp(impl, "portable") == 0)
         s = &orb_kernels_portable;
 #ifdef ORB_KERNELS_HAVE_AVX2
-    else if (strcmp(impl, "f16c") == 0 && orb_kernel_pick() == &orb_kernels_avx2)
+    else if (strcmp(impl, "f16c") == 0 && orb_kernel_best() == &orb_kernels_avx2)
         s = &orb_kernels_avx2;
 #endif
     if (s == NULL)

@@ -6,40 +6,84 @@
 #   3. the quick suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the multithreaded tests under ThreadSanitizer
 #   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 60)
-set -euo pipefail
+# Every stage runs even when an earlier one failed; each prints its wall time, and the end
+# has one line per stage (passed / failed / skipped and why). Exits 1 if any stage failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh || { echo "test.sh: installing the dependencies failed" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-bash scripts/build.sh build
-meson test -C build --print-errorlogs --num-processes 2
+summary=()
+npassed=0 nfailed=0 nskipped=0
+# stage NAME COMMAND...: runs COMMAND in a subshell with -e, records the verdict and time
+stage() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== test.sh: $name"
+  # not inside `if`: bash ignores set -e in a condition, even in a subshell
+  (set -e; "$@")
+  if [ $? -eq 0 ]; then
+    summary+=("$(printf 'passed   %-10s %4d s' "$name" $((SECONDS - t0)))"); npassed=$((npassed + 1))
+  else
+    summary+=("$(printf 'FAILED   %-10s %4d s' "$name" $((SECONDS - t0)))"); nfailed=$((nfailed + 1))
+  fi
+  echo "=== test.sh: $name: $((SECONDS - t0)) s"
+}
+skip() {
+  summary+=("$(printf 'skipped  %-10s        %s' "$1" "$2")"); nskipped=$((nskipped + 1))
+  echo "=== test.sh: $1: skipped: $2"
+}
 
-if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
+main_suite() {
+  bash scripts/build.sh build
+  meson test -C build --print-errorlogs --num-processes 2
+}
+emulator() {
   bash scripts/build.sh build-emu -Dgpu_emu=true
   # reverse: a block's threads run last-first between barriers, so a read of what thread 0
   # wrote without a barrier in between sees stale data (forward and random: docs/gpu.md)
   ORBIT_CUDA_EMU_ORDER=reverse meson test -C build-emu --no-rebuild --print-errorlogs --num-processes 1 --suite gpu
   meson test -C build-emu --no-rebuild --print-errorlogs kernels_cuda
-else
-  echo "test.sh: no CUDA headers under /usr/local/cuda: the device path's tests on the CPU emulator are skipped"
-fi
-
-bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C build-asan --print-errorlogs --num-processes 2 --suite quick
-
-bash scripts/build.sh build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcuda=disabled
-TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes 1 --suite tsan
-
-if command -v clang >/dev/null; then
+}
+asan() {
+  bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --print-errorlogs --num-processes 2 --suite quick
+}
+tsan() {
+  bash scripts/build.sh build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcuda=disabled
+  TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes 1 --suite tsan
+}
+fuzz() {
   [ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=enabled -Dcuda=disabled \
     -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dwerror=true >/dev/null
   ninja -C build-fuzz tests/fuzz/fuzz_wire
+  local work rc
   work=$(mktemp -d)
   cp tests/fuzz/corpus/* "$work"/
   echo "fuzzing the wire parsers for ${ORBIT_FUZZ_SECONDS:-60} s"
   (cd "$work" && "$OLDPWD"/build-fuzz/tests/fuzz/fuzz_wire -max_total_time="${ORBIT_FUZZ_SECONDS:-60}" \
-     -print_final_stats=1 . 2>&1 | tail -5)
+     -print_final_stats=1 . >fuzz.log 2>&1); rc=$?
+  tail -5 "$work/fuzz.log"
   rm -rf "$work"
+  return $rc
+}
+
+stage main main_suite
+if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
+  stage emulator emulator
+else
+  skip emulator "no CUDA headers under /usr/local/cuda: the device path's tests on the CPU emulator did not run"
 fi
-echo "test.sh: all passed"
+stage asan asan
+stage tsan tsan
+if command -v clang >/dev/null; then
+  stage fuzz fuzz
+else
+  skip fuzz "no clang: the wire parsers were not fuzzed"
+fi
+
+echo "=== test.sh: stages"
+printf '  %s\n' "${summary[@]}"
+echo "test.sh: $npassed passed, $nfailed failed, $nskipped skipped"
+[ "$nfailed" -eq 0 ]
