@@ -3,6 +3,8 @@
 #   1. the full suite on a -Werror build (meson test; `ctest --test-dir build` runs the same list)
 #   2. the GPU tests and CUDA kernel tests on the CPU emulator of the device path
 #      (tools/cuda_emu, -Dgpu_emu=true): no GPU here, so this is where they run in CI
+#   2b. the quick suite again on one CPU (taskset -c 0): no test may assume two cores or an
+#      unpinned process
 #   3. the quick suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the multithreaded tests under ThreadSanitizer
 #   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 60)
@@ -38,6 +40,9 @@ main_suite() {
   bash scripts/build.sh build
   meson test -C build --print-errorlogs --num-processes 2
 }
+one_cpu() {
+  taskset -c 0 meson test -C build --no-rebuild --print-errorlogs --num-processes 1 --suite quick
+}
 emulator() {
   bash scripts/build.sh build-emu -Dgpu_emu=true
   # reverse: a block's threads run last-first between barriers, so a read of what thread 0
@@ -70,6 +75,11 @@ fuzz() {
 }
 
 stage main main_suite
+if command -v taskset >/dev/null; then
+  stage one-cpu one_cpu
+else
+  skip one-cpu "no taskset (util-linux): the quick suite was not run on one CPU"
+fi
 if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
   stage emulator emulator
 else
