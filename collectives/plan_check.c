@@ -171,6 +171,30 @@ static orb_status_t check_step(check_t *x, int r, int c, size_t i)
     return ORB_OK;
 }
 
+/* The elements of input and output one rank of the call has, from the collective's
+ * definition (plan.h, docs/algorithms.md), on purpose not from orb_plan_buffer_sizes: count
+ * is the user's count, the per-rank block for gather, allgather and reduce_scatter; only
+ * the root of broadcast has an input, only the root of reduce and gather an output (a
+ * non-root's scratch is allowed separately); barrier is a 1-element all-reduce. 0: unknown
+ * collective. */
+static int call_sizes(const orb_plan_args_t *a, size_t *in, size_t *out)
+{
+    const size_t cnt = a->count, all = a->count * (size_t)a->nranks;
+    const int root = a->rank == a->root;
+    switch (a->coll) {
+    case ORB_COLL_ALLREDUCE:      *in = cnt;              *out = cnt;              return 1;
+    case ORB_COLL_BROADCAST:      *in = root ? cnt : 0;   *out = cnt;              return 1;
+    case ORB_COLL_REDUCE:         *in = cnt;              *out = root ? cnt : 0;   return 1;
+    case ORB_COLL_GATHER:         *in = cnt;              *out = root ? all : 0;   return 1;
+    case ORB_COLL_ALLGATHER:      *in = cnt;              *out = all;              return 1;
+    case ORB_COLL_REDUCE_SCATTER: *in = all;              *out = cnt;              return 1;
+    case ORB_COLL_SEND:           *in = cnt;              *out = 0;                return 1;
+    case ORB_COLL_RECV:           *in = 0;                *out = cnt;              return 1;
+    case ORB_COLL_BARRIER:        *in = 1;                *out = 1;                return 1;
+    default:                                                                       return 0;
+    }
+}
+
 static orb_status_t check_plan_shape(check_t *x, int r)
 {
     const orb_plan_t *p = &x->plans[r];
@@ -183,8 +207,15 @@ static orb_status_t check_plan_shape(check_t *x, int r)
         return fail(x, "rank %d: buffers of more than 2^32 elements are beyond the checker", r);
     if (p->nlanes != a->nchannels || p->nlanes < 1 || p->nlanes > ORB_MAX_CHANNELS)
         return fail(x, "rank %d: %d lanes for %d channels", r, p->nlanes, a->nchannels);
-    size_t in, out;
-    orb_plan_buffer_sizes(a->coll, a->nranks, a->rank, a->root, a->count, &in, &out);
+    size_t in, out, lib_in, lib_out;
+    if (!call_sizes(a, &in, &out))
+        return fail(x, "rank %d: unknown collective %d", r, (int)a->coll);
+    /* the library's own answer must agree with the definition: the executor sizes the
+     * user's buffers with it, so a wrong one would hide a plan that runs out of range */
+    orb_plan_buffer_sizes(a->coll, a->nranks, a->rank, a->root, a->count, &lib_in, &lib_out);
+    if (lib_in != in || lib_out != out)
+        return fail(x, "rank %d: orb_plan_buffer_sizes says input %zu, output %zu elements; the %s call has %zu, %zu",
+                    r, lib_in, lib_out, orb_coll_name(a->coll), in, out);
     if (p->in_count != in)
         return fail(x, "rank %d: plan input of %zu elements, the call has %zu", r, p->in_count, in);
     if (p->out_count != out && !orb_plan_out_is_scratch(p))

@@ -6,6 +6,9 @@
  * applied. Every (sender, receiver, channel) is a FIFO of nslots pieces of at most
  * slot_elems elements, steps are cut into pieces exactly as plan.h says, lanes progress
  * independently and a piece that receives and sends waits for both. The check fails when
+ *  - a plan's in_count/out_count, or what orb_plan_buffer_sizes says, differs from the
+ *    buffer sizes the checker derives from the collective's definition on its own (count,
+ *    nranks, root: e.g. all-gather output count*nranks, gather output only at the root);
  *  - a step is malformed: unknown kind, a peer outside the communicator or itself, an
  *    offset outside in_count/out_count, more than chunk_elems elements;
  *  - a reduction combines different elements, overlapping rank sets or finished values, a

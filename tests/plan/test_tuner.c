@@ -94,6 +94,150 @@ static void model(void)
         }
 }
 
+/* ---- the model written out independently (docs/algorithms.md, "Notation" and each plan's
+ * cost), to compare orb_tuner_predict and orb_tuner_choose against ---------------------- */
+
+static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t esz, int nranks, double alpha,
+                          double beta_gbps, size_t chunk_elems, int nch)
+{
+    if (coll == ORB_COLL_BARRIER) { /* a 1-byte all-reduce */
+        count = 1;
+        esz = 1;
+    }
+    double S = (double)count * (double)esz, n = nranks, C = nch, b = beta_gbps * 1000.0; /* bytes/us */
+    if (S == 0)
+        return 0;
+    double s = S / C, c = (double)chunk_elems * (double)esz;
+    if (c > s)
+        c = s; /* a chunk is never longer than the lane */
+    double K = ceil(s / c), R = ceil(s / (n * c)), extra = (C - 1) * alpha, hop = alpha + C * c / b;
+    int d = 0;
+    while ((1 << (d + 1)) <= nranks)
+        d++; /* floor(log2 n) */
+    if (nranks == 1)
+        return (coll == ORB_COLL_SEND || coll == ORB_COLL_RECV) ? 0 : K * hop + extra;
+    if (algo == ORB_ALGO_RING) {
+        if (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER)
+            return 2 * (n - 1) * R * alpha + 2 * (n - 1) / n * S / b + extra;
+        if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_REDUCE_SCATTER)
+            return (n - 1) * K * alpha + (n - 1) * S / b + extra;
+        if (coll == ORB_COLL_GATHER)
+            return ((n - 1) * K + n - 2) * hop + extra;
+        return (n - 2 + K) * hop + extra; /* broadcast, reduce: the chain */
+    }
+    if (algo == ORB_ALGO_TREE)
+        return coll == ORB_COLL_ALLREDUCE ? (2 * d + (nch == 1 ? 4 : 3) * K) * hop + extra
+                                          : 2 * (d + K - 1) * hop + extra;
+    /* direct */
+    return coll == ORB_COLL_GATHER ? (n - 1) * K * hop + extra : K * hop + extra;
+}
+
+/* What the tuner must pick: the cheapest (algorithm, channels, chunk), algorithms in enum
+ * order and a later one only when strictly cheaper; channels 1..min(max, elements); chunks
+ * from the slot down by halves, the last one at or below 256 bytes. */
+static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t slot, int maxch, orb_algo_t *algo,
+                       double *best)
+{
+    static const orb_algo_t order[] = {ORB_ALGO_RING, ORB_ALGO_TREE, ORB_ALGO_DIRECT};
+    static const int has[ORB_NUM_COLLS][3] = {
+        [ORB_COLL_ALLREDUCE] = {1, 1, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
+        [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
+        [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0},
+    };
+    size_t elems = (coll == ORB_COLL_BARRIER || count == 0) ? 1 : count;
+    int chmax = elems < (size_t)maxch ? (int)elems : maxch;
+    *best = INFINITY;
+    *algo = ORB_NUM_ALGOS;
+    for (int i = 0; i < 3; i++) {
+        if (!has[coll][i] || (order[i] == ORB_ALGO_DIRECT && coll == ORB_COLL_ALLREDUCE && n > 2))
+            continue;
+        for (int ch = 1; ch <= chmax; ch++)
+            for (size_t ce = slot / esz; ce >= 1; ce /= 2) {
+                double t = ref_predict(coll, order[i], count, esz, n, ORB_TUNER_SHM_ALPHA_US,
+                                       ORB_TUNER_SHM_BETA_GBPS, ce, ch);
+                if (t < *best) {
+                    *best = t;
+                    *algo = order[i];
+                }
+                if (ce * esz <= 256)
+                    break;
+            }
+    }
+}
+
+static int close_to(double got, double want) { return fabs(got - want) <= 1e-9 * (fabs(want) + 1); }
+
+static void formulas(void)
+{
+    /* Hand-computed, shared memory (alpha 1.5 us, beta 8 GB/s = 8000 B/us), 1000 floats on
+     * 4 ranks, 2 channels, chunk 256 elements: S = 4000, s = 2000, c = 1024, K = 2, R = 1,
+     * hop = 1.5 + 2*1024/8000 = 1.756, (C-1)*alpha = 1.5.
+     *   ring allreduce  2*3*1*1.5 + 2*3/4*4000/8000 + 1.5          = 9 + 0.75 + 1.5  = 11.25
+     *   tree allreduce  (2*2 + 3*2)*1.756 + 1.5                     = 17.56 + 1.5    = 19.06
+     *   ring allgather  3*2*1.5 + 3*4000/8000 + 1.5                 = 9 + 1.5 + 1.5  = 12
+     *   chain broadcast (4-2+2)*1.756 + 1.5                                          = 8.524
+     *   tree broadcast  2*(2+2-1)*1.756 + 1.5                                        = 12.036
+     *   ring gather     (3*2 + 2)*1.756 + 1.5                                        = 15.548
+     *   direct gather   3*2*1.756 + 1.5                                              = 12.036 */
+    const orb_link_cost_t shm = {1.5, 8.0};
+    struct {
+        orb_coll_t coll;
+        orb_algo_t algo;
+        double want;
+    } hand[] = {
+        {ORB_COLL_ALLREDUCE, ORB_ALGO_RING, 11.25}, {ORB_COLL_ALLREDUCE, ORB_ALGO_TREE, 19.06},
+        {ORB_COLL_ALLGATHER, ORB_ALGO_RING, 12.0},  {ORB_COLL_BROADCAST, ORB_ALGO_RING, 8.524},
+        {ORB_COLL_BROADCAST, ORB_ALGO_TREE, 12.036}, {ORB_COLL_GATHER, ORB_ALGO_RING, 15.548},
+        {ORB_COLL_GATHER, ORB_ALGO_DIRECT, 12.036},
+    };
+    for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
+        double p = orb_tuner_predict(hand[i].coll, hand[i].algo, 1000, 4, 4, &shm, 256, 2);
+        CHECK(close_to(p, hand[i].want), "%s/%s 1000 x 4 B on 4 ranks: predicted %g, by hand %g",
+              orb_coll_name(hand[i].coll), orb_algo_name(hand[i].algo), p, hand[i].want);
+    }
+
+    /* every flat (collective, algorithm) against the written-out formulas */
+    static const size_t counts[] = {0, 1, 7, 1000, 65536, (size_t)1 << 22};
+    static const int ns[] = {1, 2, 3, 4, 7, 8, 16, 63, 64};
+    static const size_t chunks[] = {1, 64, 256, 65536};
+    const orb_link_cost_t tcp = {20.0, 1.25};
+    for (int c = 0; c < ORB_NUM_COLLS; c++)
+        for (int al = 0; al < ORB_NUM_ALGOS; al++) {
+            if (!orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) || al == ORB_ALGO_HIER)
+                continue;
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                    for (size_t ck = 0; ck < sizeof chunks / sizeof chunks[0]; ck++)
+                        for (int ch = 1; ch <= 8; ch *= 2)
+                            for (int l = 0; l < 2; l++) {
+                                int n = ns[ni];
+                                if (c == ORB_COLL_ALLREDUCE && al == ORB_ALGO_DIRECT && n > 2)
+                                    continue;
+                                const orb_link_cost_t *lk = l ? &tcp : &shm;
+                                double p = orb_tuner_predict((orb_coll_t)c, (orb_algo_t)al, counts[k], 4, n, lk,
+                                                             chunks[ck], ch);
+                                double w = ref_predict((orb_coll_t)c, (orb_algo_t)al, counts[k], 4, n,
+                                                       lk->alpha_us, lk->beta_gbps, chunks[ck], ch);
+                                CHECK(close_to(p, w), "%s/%s count %zu n %d chunk %zu C %d: predicted %g, formula %g",
+                                      orb_coll_name((orb_coll_t)c), orb_algo_name((orb_algo_t)al), counts[k], n,
+                                      chunks[ck], ch, p, w);
+                            }
+        }
+
+    /* the choice is the formulas' minimum, sizes swept across the ring/tree/chain crossovers */
+    for (int c = 0; c < ORB_NUM_COLLS; c++)
+        for (size_t count = 1; count <= ((size_t)1 << 24); count *= 4)
+            for (int n = 2; n <= 64; n *= 2) {
+                orb_algo_t want;
+                double best;
+                ref_choose((orb_coll_t)c, count, 4, n, 262144, 2, &want, &best);
+                orb_tuner_choice_t t = choose((orb_coll_t)c, count, 4, n, 262144, 2);
+                CHECK(t.algo == want && close_to(t.predicted_us, best),
+                      "%s of %zu x 4 B on %d ranks: tuner %s %g us, formulas %s %g us", orb_coll_name((orb_coll_t)c),
+                      count, n, orb_algo_name(t.algo), t.predicted_us, orb_algo_name(want), best);
+            }
+}
+
 static void blocked_hosts(int n, int H, int *host_of)
 {
     for (int r = 0; r < n; r++)
@@ -130,10 +274,10 @@ static void hosts(void)
     p = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
     CHECK(fabs(p - 32.0) < 1e-9, "hier 2x2 on 2 nics predicted %g, want 32", p);
     /* flat algorithms pay the slow class: the ring as if every link were the inter-host one */
-    const orb_link_cost_t slow = {10.0, 0.5};
+    /* alpha 10 us, beta 0.5 GB/s = 500 B/us, S = 4000 B, one round (R = ceil(4000/(4*4000))):
+     * 2*3*1*10 + 2*3/4*4000/500 = 60 + 12 = 72 */
     double flat = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_RING, 1000, 4, 4, &in1, &h4, 1000, 1);
-    double ref = orb_tuner_predict(ORB_COLL_ALLREDUCE, ORB_ALGO_RING, 1000, 4, 4, &slow, 1000, 1);
-    CHECK(flat > 0 && fabs(flat - ref) < 1e-9, "flat ring over hosts %g, on the slow link %g", flat, ref);
+    CHECK(fabs(flat - 72.0) < 1e-9, "flat ring over hosts %g, want 72 (the slow link's alpha and beta)", flat);
     CHECK(orb_tuner_predict(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, 1000, 1) < 0,
           "hier predicted without hosts");
     CHECK(orb_tuner_predict_hosts(ORB_COLL_BROADCAST, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1) < 0,
@@ -252,6 +396,7 @@ int main(void)
     setenv("ORBIT_DEBUG", "NONE", 1); /* the bogus override warns; keep the log clean */
     bounds();
     model();
+    formulas();
     hosts();
     overrides();
     if (failures)
