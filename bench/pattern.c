@@ -1,6 +1,7 @@
 #include "pattern.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "dtype.h"
 
@@ -13,17 +14,33 @@ static int avg_offset(int rank, int nranks)
     return rank % 2 == 0 ? 1 : -1;
 }
 
+/* A hash of (what, rank, index): inputs then differ with the rank and the position, so data
+ * that lands at another rank's block or another offset shows at (almost) every element. The
+ * values stay in the ranges the periodic patterns before them used (sums of [0, 3], min/max
+ * and moved data below 100, products of at most one 2 and one 3), so what was exact in every
+ * dtype stays exact. */
+static uint64_t mix(uint64_t what, uint64_t r, uint64_t i)
+{
+    uint64_t x = (what << 56) ^ (r << 40) ^ i;
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 double bench_pattern_input(int op, int rank, int nranks, size_t i)
 {
-    size_t r = (size_t)rank;
+    uint64_t r = (uint64_t)rank, n1 = (uint64_t)nranks + 1;
     switch (op) {
-    case ORB_SUM: return (double)((i * 3 + r * 5) % 4);
-    case ORB_PROD: /* one factor of 2 per element, so products never overflow */
-        return (i % (size_t)nranks == r) ? 2.0 : 1.0;
+    case ORB_SUM: return (double)(mix(1, r, i) % 4);
+    case ORB_PROD: { /* at most one 2 and one 3 per element, on hash-chosen ranks (or none) */
+        uint64_t two = mix(2, 0, i) % n1, three = mix(3, 0, i) % n1;
+        return r == two ? 2.0 : r == three ? 3.0 : 1.0;
+    }
     case ORB_MIN:
-    case ORB_MAX: return (double)((i * 7 + r * 13) % 100);
-    case ORB_AVG: return (double)(2 + (i * 3) % 8) + avg_offset(rank, nranks);
-    default: return (double)((i * 3 + r * 5 + 1) % 64);
+    case ORB_MAX: return (double)(mix(4, r, i) % 100);
+    case ORB_AVG: return (double)(2 + mix(5, 0, i) % 8) + avg_offset(rank, nranks);
+    default: return (double)(mix(6, r, i) % 100);
     }
 }
 

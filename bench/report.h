@@ -12,7 +12,8 @@ typedef struct {
     int ran;
     double time_us; /* per call, max over ranks */
     double algbw, busbw; /* GB/s (1e9 bytes) */
-    long long wrong; /* -1: not checked */
+    long long wrong; /* -1: not checked; all ranks' sum, for the table only */
+    long long mine;  /* this rank's own wrong elements: its exit status comes from these */
 } bench_result_t;
 
 /* Per-rank line of the header: filled on each rank, gathered to rank 0. */

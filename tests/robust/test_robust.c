@@ -5,7 +5,9 @@
  *   test_robust stranger   garbage on the bootstrap port during init does not disturb it
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
- * Prints "N passed, N failed" (rank 0) for the first four. */
+ * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
+ * failure of its own (a verdict never goes through orbit); orbitrun fails the job when any
+ * rank does. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -55,17 +57,12 @@ static void check(int ok, const char *what, const char *detail)
 
 static int finish(void)
 {
-    /* a fresh communicator tallies the verdicts */
-    orb_comm_t c = init();
-    long mine[2] = {passed, failed}, all[2];
-    if (orb_allreduce(mine, all, 2, ORB_INT64, ORB_SUM, c, NULL) != ORB_OK) {
-        fprintf(stderr, "tally failed: %s\n", orb_comm_last_error(c));
+    printf("rank %d: %d passed, %d failed\n", rank, passed, failed);
+    if (passed + failed == 0) {
+        fprintf(stderr, "FAIL rank %d: no check ran\n", rank);
         return 1;
     }
-    if (rank == 0)
-        printf("%ld passed, %ld failed\n", all[0], all[1]);
-    orb_comm_destroy(c);
-    return all[1] ? 1 : 0;
+    return failed ? 1 : 0;
 }
 
 /* ---- mismatch ------------------------------------------------------------------------ */
@@ -95,6 +92,41 @@ static orb_status_t call(orb_comm_t c, const call_sig_t *s, void *a, void *b)
     default:
         return orb_gather(a, b, s->count, s->dtype, s->root, c, NULL);
     }
+}
+
+/* What the message must say of one side of the pair, "called <coll> #1 (count N, <dtype>[, <op>]
+ * [, root R])", from the case's own definition (docs/errors.md: both ranks and both
+ * signatures; the op for reductions, the root for rooted calls). */
+static void side_text(const call_sig_t *s, char *buf, size_t len)
+{
+    static const char *colls[] = {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "gather"};
+    const char *dt = s->dtype == ORB_FLOAT32 ? "float32" : s->dtype == ORB_INT32 ? "int32" : "float64";
+    const char *op = s->op == ORB_SUM ? "sum" : "max";
+    int reduces = s->coll == 0 || s->coll == 2 || s->coll == 4, rooted = s->coll == 1 || s->coll == 2 || s->coll == 5;
+    char opt[32] = "", rt[32] = "";
+    if (reduces)
+        snprintf(opt, sizeof opt, ", %s", op);
+    if (rooted)
+        snprintf(rt, sizeof rt, ", root %d", s->root);
+    snprintf(buf, len, "called %s #1 (count %zu, %s%s%s)", colls[s->coll], s->count, dt, opt, rt);
+}
+
+/* The message names rank 0 with call A and another rank with call B, in either order. */
+static int mismatch_message_ok(const char *msg, const call_sig_t *a, const call_sig_t *b)
+{
+    char ta[128], tb[128], r0[160];
+    side_text(a, ta, sizeof ta);
+    side_text(b, tb, sizeof tb);
+    snprintf(r0, sizeof r0, "rank 0 %s", ta);
+    const char *pb = strstr(msg, tb);
+    if (!strstr(msg, r0) || !pb || !strstr(msg, " but rank ") || pb - msg < 7)
+        return 0;
+    /* the rank named before call B: "rank K called ..." with K in 1..nranks-1 */
+    const char *k = pb - 2;
+    while (k > msg && k[-1] >= '0' && k[-1] <= '9')
+        k--;
+    int who = atoi(k);
+    return k >= msg + 5 && strncmp(k - 5, "rank ", 5) == 0 && who >= 1 && who < nranks;
 }
 
 static int mode_mismatch(void)
@@ -133,6 +165,8 @@ static int mode_mismatch(void)
                  cases[i][1].name, first == ORB_OK ? "OK, then " : "", orb_status_name(st), took,
                  orb_comm_last_error(c));
         check(st == ORB_ERR_MISMATCH && took < 2.0, "mismatch", detail);
+        check(mismatch_message_ok(orb_comm_last_error(c), &cases[i][0], &cases[i][1]),
+              "the mismatch message names rank 0 with its call and another rank with the other call", detail);
         if (rank == 0 && i == 0)
             printf("example: %s\n", orb_comm_last_error(c));
         orb_comm_destroy(c);
@@ -176,9 +210,13 @@ static int mode_timeout(void)
         double took = now() - t0;
         const char *msg = orb_comm_last_error(c);
         if (rank == 0) /* waits on the sleeper itself */
-            check(st == ORB_ERR_TIMEOUT && took > 1.4 && took < 4 && strstr(msg, "allreduce #1") &&
-                      strstr(msg, "step") && strstr(msg, "waits for rank"),
-                  "timeout names call, step and peer", msg);
+        {
+            char peer[64];
+            snprintf(peer, sizeof peer, "waits for rank %d", nranks - 1);
+            check(st == ORB_ERR_TIMEOUT && took > 1.4 && took < 4 && strstr(msg, "allreduce #1 (count 4, float32, sum)") &&
+                      strstr(msg, "step") && strstr(msg, peer),
+                  "timeout names call, step and the late peer", msg);
+        }
         else /* waits on a rank that timed out: its timeout, or that rank leaving, whichever first */
             check((st == ORB_ERR_TIMEOUT || st == ORB_ERR_PEER_LOST) && took < 4, "timeout or peer gone", msg);
         if (rank == 0)

@@ -39,9 +39,11 @@ static void *worker(void *p)
             bad[r]++;
             break;
         }
+        /* every element of every block: rank q's input at its position */
         for (int q = 0; q < NR; q++)
-            if (out[(size_t)q * COUNT + 7] != (double)(q + 1) * (7 + it))
-                bad[r]++;
+            for (int i = 0; i < COUNT; i++)
+                if (out[(size_t)q * COUNT + i] != (double)(q + 1) * (i + it))
+                    bad[r]++;
     }
     return NULL;
 }
