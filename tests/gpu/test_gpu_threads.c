@@ -22,7 +22,7 @@
 typedef struct {
     int nranks, rank;
     orb_comm_t comm;
-    long passed, failed;
+    long passed, failed, ran;
 } rank_vars_t;
 
 static _Thread_local rank_vars_t tv;
@@ -31,6 +31,7 @@ static int *tl_rank(void) { return &tv.rank; }
 static orb_comm_t *tl_comm(void) { return &tv.comm; }
 static long *tl_passed(void) { return &tv.passed; }
 static long *tl_failed(void) { return &tv.failed; }
+static long *tl_ran(void) { return &tv.ran; }
 
 /* the communicators exist already; main destroys them after every thread is done */
 static orb_status_t thread_init_env(orb_comm_t *c)
@@ -49,6 +50,7 @@ static orb_status_t thread_destroy(orb_comm_t c)
 #define comm (*tl_comm())
 #define passed (*tl_passed())
 #define failed (*tl_failed())
+#define ran (*tl_ran())
 #define orb_comm_init_env thread_init_env
 #define orb_comm_destroy thread_destroy
 #include "stage_redirect.h"
@@ -60,6 +62,7 @@ static orb_status_t thread_destroy(orb_comm_t c)
 #undef comm
 #undef passed
 #undef failed
+#undef ran
 #undef orb_comm_init_env
 #undef orb_comm_destroy
 
