@@ -21,10 +21,7 @@ copy=$work/tree
 build=$copy/build-mutants
 
 # refresh the copy from this tree (rsync keeps the build dir and unchanged timestamps)
-if ! command -v rsync >/dev/null; then
-  echo "mutants: needs rsync (apt-get install rsync)" >&2
-  exit 2
-fi
+command -v rsync >/dev/null || bash scripts/deps.sh || exit 2
 mkdir -p "$copy"
 git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ "$copy"/
 if [ ! -f "$build/build.ninja" ]; then
