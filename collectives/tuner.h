@@ -7,13 +7,9 @@
 #include <stddef.h>
 
 #include "plan.h"
+#include "transport/endpoint.h"
 
-/* Cost of one link class: alpha is the fixed cost of one step (a slot handed over and
- * noticed), beta the bandwidth one link sustains, shared by all channels on it. */
-typedef struct {
-    double alpha_us;
-    double beta_gbps;
-} orb_link_cost_t;
+/* orb_link_cost_t (alpha, beta of one link class) comes from the transports (endpoint.h). */
 
 /* Shared memory between processes on one host. Defaults to be replaced by measurements
  * (bench/ on the target machine): a slot hand-over between cores costs about a cache-line

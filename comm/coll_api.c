@@ -170,12 +170,12 @@ static orb_status_t run_ops(struct orb_comm *c, orb_exec_op_t *ops, int n)
                              c->rank, orb_status_name(c->broken));
     if (atomic_load(&c->aborted))
         return orb_comm_fail(c, ORB_ERR_ABORTED, "rank %d: orb_comm_abort was called on this communicator", c->rank);
-    int32_t posted = atomic_load(&c->shm.self->err_status); /* a peer already failed the job */
-    if (posted != 0 && posted != ORB_ERR_IN_PROGRESS) {
-        c->broken = (orb_status_t)posted;
-        return orb_comm_fail(c, (orb_status_t)posted, "%s", c->shm.self->err_msg);
+    char err[ORB_ERRMSG_BYTES];
+    orb_status_t posted = orb_box_error(c->box, err, sizeof err); /* a peer already failed the job */
+    if (posted != ORB_OK) {
+        c->broken = posted;
+        return orb_comm_fail(c, posted, "%s", err);
     }
-    char err[1536];
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (st != ORB_OK) {
         c->broken = st;

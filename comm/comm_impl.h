@@ -7,13 +7,15 @@
 
 #include "collectives/exec.h"
 #include "collectives/plan.h"
-#include "transport/bootstrap.h"
-#include "transport/net.h"
 #include "topo/topo.h"
-#include "transport/shm.h"
+#include "transport/bootstrap.h"
+#include "transport/box.h"
+#include "transport/endpoint.h"
 
 #define ORB_COMM_MAGIC 0x4f52434du /* "ORCM" */
 #define ORB_PLAN_CACHE 16
+#define ORB_MAX_TRANSPORTS 4
+#define ORB_ERRMSG_BYTES 1536 /* every error text of the comm layer fits */
 
 /* What a call looks like to the tuner; the cache maps it to the tuner's choice and the plan. */
 typedef struct {
@@ -42,8 +44,12 @@ struct orb_comm {
     double timeout_s;
     int check_signatures;
     orb_bootstrap_t bs;
-    orb_shm_t shm;
-    orb_net_t *net; /* ranks on other hosts */
+    char box_name[64];  /* this rank's shared-memory name prefix; its box goes by it */
+    int box_linked;     /* the box's name is still in /dev/shm */
+    orb_box_t *box;     /* this rank's doorbell and error box */
+    orb_box_t **boxes;  /* every rank's box as mapped here; NULL for ranks on other hosts */
+    orb_endpoint_t *ep[ORB_MAX_TRANSPORTS]; /* orb_transports[i]'s endpoint */
+    int8_t *tp_of;      /* index in orb_transports of the transport that connects each rank (-1: me) */
     struct orb_cuda_state *cuda; /* device path, set up by the first device call */
     orb_topo_t *topo;
     orb_topo_host_t *topo_host;
@@ -62,7 +68,7 @@ struct orb_comm {
     uint8_t barrier_byte;
     void *scratch; /* output room for non-roots of reduce/gather */
     size_t scratch_bytes;
-    char last_error[1536];
+    char last_error[ORB_ERRMSG_BYTES];
 };
 
 /* Remember the detail of a failure (also logged at WARN). Returns st. */
@@ -78,5 +84,25 @@ orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err
 void orb_comm_topo_free(struct orb_comm *c);
 /* Error text for calls that have no communicator to hold it (init, bad handles). */
 void orb_set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The thread's error text (what orb_comm_last_error(NULL) returns). */
+char *orb_thread_error(void);
+
+/* Init in two phases, so that a split can build on its parent's bootstrap:
+ * bootstrap: the settings, this rank's box and transport endpoints (their cards), the
+ * rendezvous with every rank through id; build: map the boxes of this host's ranks, let each
+ * transport connect the peers it reaches first, order the ranks by topology, set the
+ * executor up. Both leave err and return the status; comm_free undoes either. */
+orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen);
+orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen);
+void orb_comm_free(struct orb_comm *c);
+/* The live-communicator registry: every call checks its handle against it. */
+int orb_comm_live_add(struct orb_comm *c);
+void orb_comm_live_remove(struct orb_comm *c);
+/* How long a waiting rank spins before yielding on this host (collective). */
+orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
+/* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
+void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+/* Hex digits to bytes (unique ids, ORBIT_SECRET); 0 on success. */
+int orb_comm_parse_hex(const char *s, uint8_t *out, size_t n);
 
 #endif

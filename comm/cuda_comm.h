@@ -8,7 +8,7 @@
 
 #include "comm/comm_impl.h"
 #include "kernels/exec_cuda.h"
-#include "transport/cuda_ipc.h"
+#include "transport/cuda_ipc/cuda_ipc.h"
 
 #define ORB_CUDA_LL_SLOT_BYTES 4096 /* LL payload per slot: 8 KiB of lines */
 #define ORB_CUDA_LL_MAX_BYTES 65536 /* calls up to this size use LL (ORBIT_CUDA_PROTO overrides) */

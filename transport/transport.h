@@ -30,6 +30,7 @@ _Static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");
 
 typedef struct orb_conn orb_conn_t;
 
+/* The data entries of one connection: the hot path, one indirection per piece. */
 typedef struct {
     const char *name;
     /* A free slot to fill, or NULL when the FIFO is full. */
@@ -38,7 +39,7 @@ typedef struct {
     /* The next full slot, or NULL when none has arrived. */
     orb_slot_hdr_t *(*recv_acquire)(orb_conn_t *c);
     void (*recv_release)(orb_conn_t *c);
-} orb_transport_ops_t;
+} orb_conn_ops_t;
 
 typedef struct {
     _Atomic uint64_t head; /* slots posted by the sender */
@@ -48,7 +49,7 @@ typedef struct {
 } orb_fifo_ctrl_t;
 
 struct orb_conn {
-    const orb_transport_ops_t *ops;
+    const orb_conn_ops_t *ops;
     int peer;
     int channel;
     orb_fifo_ctrl_t *ctrl;

@@ -10,7 +10,7 @@
 
 #include "collectives/exec.h"
 #include "transport/bootstrap.h"
-#include "transport/tcp_wire.h"
+#include "transport/tcp/tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

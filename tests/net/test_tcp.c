@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "transport/net.h"
-#include "transport/tcp_wire.h"
+#include "transport/tcp/tcp.h"
+#include "transport/tcp/tcp_wire.h"
 
 #define NCH 2
 
@@ -42,7 +42,7 @@ static void check(int ok, const char *what)
 
 typedef struct {
     int rank;
-    orb_net_t *net;
+    orb_tcp_t *net;
     orb_card_t cards[2];
     orb_conn_t send[2 * NCH], recv[2 * NCH];
     _Atomic int wakes, errors;
@@ -78,14 +78,14 @@ static orb_status_t side_create(side_t *s, int rank, uint32_t nslots, size_t slo
     s->rank = rank;
     s->nslots = nslots;
     s->slot_bytes = slot_bytes;
-    orb_net_callbacks_t cb = {.wake = on_wake, .on_error = on_error, .arg = s};
+    orb_tcp_callbacks_t cb = {.wake = on_wake, .on_error = on_error, .arg = s};
     s->cards[rank].rank = rank;
     snprintf(s->cards[rank].hostname, sizeof s->cards[rank].hostname, "side%d", rank);
     char err[256] = "";
-    orb_status_t st = orb_net_create(&s->net, rank, 2, NCH, nslots, slot_bytes, secret, &cb, &s->cards[rank], err,
+    orb_status_t st = orb_tcp_create(&s->net, rank, 2, NCH, nslots, slot_bytes, secret, &cb, &s->cards[rank], err,
                                      sizeof err);
     if (st != ORB_OK)
-        fprintf(stderr, "orb_net_create: %s\n", err);
+        fprintf(stderr, "orb_tcp_create: %s\n", err);
     return st;
 }
 
@@ -93,7 +93,7 @@ static void *connect_main(void *arg)
 {
     side_t *s = arg;
     int peer = 1 - s->rank;
-    s->st = orb_net_connect(s->net, s->cards, &peer, 1, s->send, s->recv, orb_now() + 10, s->err, sizeof s->err);
+    s->st = orb_tcp_connect(s->net, s->cards, &peer, 1, s->send, s->recv, orb_now() + 10, s->err, sizeof s->err);
     return NULL;
 }
 
@@ -296,9 +296,9 @@ static int mode_data(void)
                  NPIECES, NCH, cfg[i].nslots, cfg[i].slot_bytes, cfg[i].slow ? ", slow reader" : "");
         check(pa.bad == 0 && pb.bad == 0, what);
         int lost = -1;
-        check(orb_net_check(a.net, &lost) == ORB_OK && orb_net_check(b.net, &lost) == ORB_OK, "nobody lost");
-        orb_net_destroy(a.net);
-        orb_net_destroy(b.net);
+        check(orb_tcp_check(a.net, &lost) == ORB_OK && orb_tcp_check(b.net, &lost) == ORB_OK, "nobody lost");
+        orb_tcp_destroy(a.net);
+        orb_tcp_destroy(b.net);
     }
     return 0;
 }
@@ -317,7 +317,7 @@ static orb_status_t wait_check(side_t *s, int *lost, double secs, double *took)
 {
     double t0 = orb_now(), end = t0 + secs;
     orb_status_t st;
-    while ((st = orb_net_check(s->net, lost)) == ORB_OK && orb_now() < end)
+    while ((st = orb_tcp_check(s->net, lost)) == ORB_OK && orb_now() < end)
         usleep(1000);
     *took = orb_now() - t0;
     return st;
@@ -330,19 +330,19 @@ static int mode_errors(void)
         check(0, "connect a pair");
         return 1;
     }
-    orb_net_post_error(a.net, 1, ORB_ERR_MISMATCH, "rank 0 called allreduce but rank 1 called broadcast");
+    orb_tcp_post_error(a.net, 1, ORB_ERR_MISMATCH, "rank 0 called allreduce but rank 1 called broadcast");
     check(wait_for(&b.errors, 5) == 1 && atomic_load(&b.err_from) == 0 &&
               atomic_load(&b.err_status) == ORB_ERR_MISMATCH && strstr(b.err_msg, "called broadcast"),
           "a posted error reaches the peer's on_error, from and status intact");
-    orb_net_destroy(a.net);
-    orb_net_destroy(b.net);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
 
     /* Good order: rank 0 leaves. Rank 1 waits for nothing from it: not lost... */
     if (make_pair(&a, &b, 4, 4096) != 0) {
         check(0, "connect a pair");
         return 1;
     }
-    orb_net_destroy(a.net);
+    orb_tcp_destroy(a.net);
     int lost = -1;
     double took;
     check(wait_check(&b, &lost, 0.5, &took) == ORB_OK, "a peer that left in good order is not lost to an idle rank");
@@ -351,7 +351,7 @@ static int mode_errors(void)
     check(rc->ops->recv_acquire(rc) == NULL, "nothing arrives from a peer that left");
     check(wait_check(&b, &lost, 5, &took) == ORB_ERR_PEER_LOST && lost == 0,
           "a rank waiting for a peer that left hears it is lost");
-    orb_net_destroy(b.net);
+    orb_tcp_destroy(b.net);
 
     /* Looked, found nothing, then the peer's last piece arrived and it left: the piece is
      * ours to take, so the peer is not lost yet (want_rx is stale); after that it is. */
@@ -370,7 +370,7 @@ static int mode_errors(void)
         memset(sh + 1, 0x5a, 100);
         sc->ops->send_post(sc);
     }
-    orb_net_destroy(a.net); /* writes the piece, says goodbye, closes */
+    orb_tcp_destroy(a.net); /* writes the piece, says goodbye, closes */
     usleep(300 * 1000);     /* the piece and the end of the sockets reach b's thread */
     check(wait_check(&b, &lost, 0.3, &took) == ORB_OK,
           "a peer that left after its last piece arrived is not lost while the piece waits");
@@ -381,20 +381,20 @@ static int mode_errors(void)
     check(rc->ops->recv_acquire(rc) == NULL, "nothing more from it");
     lost = -1;
     check(wait_check(&b, &lost, 5, &took) == ORB_ERR_PEER_LOST && lost == 0, "then it is lost to a rank waiting");
-    orb_net_destroy(b.net);
+    orb_tcp_destroy(b.net);
 
     /* A crash (no goodbye): lost at once, waiting or not. */
     if (make_pair(&a, &b, 4, 4096) != 0) {
         check(0, "connect a pair");
         return 1;
     }
-    orb_net_set_aborted(b.net); /* an aborted rank leaves without flushing or saying goodbye */
-    orb_net_destroy(b.net);
+    orb_tcp_set_aborted(b.net); /* an aborted rank leaves without flushing or saying goodbye */
+    orb_tcp_destroy(b.net);
     lost = -1;
     orb_status_t st = wait_check(&a, &lost, 10, &took);
     check(st == ORB_ERR_PEER_LOST && lost == 1 && took < 5, "a peer gone without goodbye is lost within 5 s");
     check(atomic_load(&a.wakes) > 0, "and the executor was woken to notice");
-    orb_net_destroy(a.net);
+    orb_tcp_destroy(a.net);
     return 0;
 }
 
@@ -448,9 +448,9 @@ static int mode_handshake(void)
     connect_pair(&a, &b);
     check(a.st == ORB_OK && b.st == ORB_OK, "strangers at the listener do not disturb the handshake");
     int lost = -1;
-    check(orb_net_check(b.net, &lost) == ORB_OK, "and nobody is lost");
-    orb_net_destroy(a.net);
-    orb_net_destroy(b.net);
+    check(orb_tcp_check(b.net, &lost) == ORB_OK, "and nobody is lost");
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
 
     /* Settings that differ: both sides fail, with the reason. */
     if (side_create(&a, 0, 4, 4096) != ORB_OK || side_create(&b, 1, 4, 8192) != ORB_OK) {
@@ -462,8 +462,8 @@ static int mode_handshake(void)
     check(a.st == ORB_ERR_MISMATCH && strstr(a.err, "refused"), "the connector hears why it was refused");
     if (a.st != ORB_ERR_MISMATCH)
         fprintf(stderr, "connector: %s: %s\n", orb_status_name(a.st), a.err);
-    orb_net_destroy(a.net);
-    orb_net_destroy(b.net);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
     return 0;
 }
 

@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "transport/tcp.h"
+#include "transport/tcp/tcp_impl.h"
 
 static orb_slot_hdr_t *slot_at(const orb_tcp_ring_t *r, uint64_t seq)
 {

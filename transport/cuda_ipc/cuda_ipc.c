@@ -1,5 +1,5 @@
 /* cuda_ipc: regions, their exchange over the bootstrap, and the connection table. */
-#include "transport/cuda_ipc.h"
+#include "transport/cuda_ipc/cuda_ipc.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>

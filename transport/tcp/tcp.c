@@ -14,7 +14,7 @@
 
 #include "core/log.h"
 #include "core/param.h"
-#include "transport/tcp.h"
+#include "transport/tcp/tcp_impl.h"
 
 /* Socket buffers: enough to keep a 10 Gb/s link busy across a 2 ms round trip. */
 #define SOCK_BUF_BYTES (4 << 20)
@@ -64,13 +64,13 @@ void orb_tcp_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
-orb_status_t orb_net_create(orb_net_t **out, int rank, int nranks, int nchannels, uint32_t nslots,
-                            size_t slot_bytes, const uint8_t *secret, const orb_net_callbacks_t *cb,
+orb_status_t orb_tcp_create(orb_tcp_t **out, int rank, int nranks, int nchannels, uint32_t nslots,
+                            size_t slot_bytes, const uint8_t *secret, const orb_tcp_callbacks_t *cb,
                             orb_card_t *card, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     *out = NULL;
-    orb_net_t *net = calloc(1, sizeof *net);
+    orb_tcp_t *net = calloc(1, sizeof *net);
     if (!net)
         return ORB_ERR_NO_MEMORY;
     net->rank = rank;
@@ -116,7 +116,7 @@ static void *map_slots(size_t bytes)
 }
 
 /* The channels: rings, bookkeeping, and their sockets (already in net->socks). */
-static orb_status_t make_chans(orb_net_t *net)
+static orb_status_t make_chans(orb_tcp_t *net)
 {
     size_t nchans = (size_t)net->npeers * (size_t)net->nchannels;
     net->chans = calloc(nchans, sizeof *net->chans);
@@ -152,7 +152,7 @@ static orb_status_t make_chans(orb_net_t *net)
     return ORB_OK;
 }
 
-static orb_status_t start_sockets(orb_net_t *net, char *err, size_t errlen)
+static orb_status_t start_sockets(orb_tcp_t *net, char *err, size_t errlen)
 {
     net->epfd = epoll_create1(EPOLL_CLOEXEC);
     net->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -181,7 +181,7 @@ static orb_status_t start_sockets(orb_net_t *net, char *err, size_t errlen)
     return ORB_OK;
 }
 
-orb_status_t orb_net_connect(orb_net_t *net, const orb_card_t *cards, const int *peers, int npeers,
+orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int *peers, int npeers,
                              orb_conn_t *send, orb_conn_t *recv, double deadline, char *err, size_t errlen)
 {
     if (npeers == 0) {
@@ -228,10 +228,10 @@ orb_status_t orb_net_connect(orb_net_t *net, const orb_card_t *cards, const int 
             size_t ci = (size_t)peers[i] * (size_t)net->nchannels + (size_t)ch;
             orb_tcp_chan_t *c = &net->chans[(size_t)i * (size_t)net->nchannels + (size_t)ch];
             orb_tcp_ring_t *tx = &c->tx, *rx = &c->rx;
-            send[ci] = (orb_conn_t){.ops = &orb_tcp_ops, .peer = peers[i], .channel = ch, .ctrl = &tx->ctrl,
+            send[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &tx->ctrl,
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = tx};
-            recv[ci] = (orb_conn_t){.ops = &orb_tcp_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
+            recv[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
                                     .slots = rx->slots, .slot_stride = rx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = rx};
         }
@@ -245,7 +245,7 @@ orb_status_t orb_net_connect(orb_net_t *net, const orb_card_t *cards, const int 
     return ORB_OK;
 }
 
-orb_status_t orb_net_check(orb_net_t *net, int *lost)
+orb_status_t orb_tcp_check(orb_tcp_t *net, int *lost)
 {
     if (!net)
         return ORB_OK;
@@ -275,7 +275,7 @@ orb_status_t orb_net_check(orb_net_t *net, int *lost)
     return ORB_OK;
 }
 
-void orb_net_post_error(orb_net_t *net, int peer, orb_status_t st, const char *msg)
+void orb_tcp_post_error(orb_tcp_t *net, int peer, orb_status_t st, const char *msg)
 {
     if (!net || !net->peer_index || peer < 0 || peer >= net->nranks || net->peer_index[peer] < 0)
         return;
@@ -297,13 +297,13 @@ void orb_net_post_error(orb_net_t *net, int peer, orb_status_t st, const char *m
         ORB_INFO("tcp: could not tell rank %d about the error (%zd bytes of %zu sent)", peer, n, sizeof e + len);
 }
 
-void orb_net_set_aborted(orb_net_t *net)
+void orb_tcp_set_aborted(orb_tcp_t *net)
 {
     if (net)
         atomic_store(&net->aborted, 1);
 }
 
-void orb_net_destroy(orb_net_t *net)
+void orb_tcp_destroy(orb_tcp_t *net)
 {
     if (!net)
         return;

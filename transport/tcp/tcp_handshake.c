@@ -11,7 +11,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "transport/tcp.h"
+#include "transport/tcp/tcp_impl.h"
 
 #define PENDING_TIMEOUT_S 5.0 /* an accepted socket must say hello within this */
 #define CLOSED_GRACE_S 0.5    /* after a peer closed one of our sockets, wait this for its reason */
@@ -36,7 +36,7 @@ typedef struct {
     int *missing; /* per peer: sockets still to establish (-1: the count is not known yet) */
 } table_t;
 
-static int slots_per_peer(const orb_net_t *net) { return 1 + net->nchannels * ORB_TCP_MAX_NSOCKS; }
+static int slots_per_peer(const orb_tcp_t *net) { return 1 + net->nchannels * ORB_TCP_MAX_NSOCKS; }
 
 static void card_addr(const orb_card_t *c, orb_sockaddr_t *a)
 {
@@ -71,7 +71,7 @@ static void pending_close_all(pending_t *pend, int n)
 }
 
 /* Connect every socket to the peers above us and say hello on each. */
-static orb_status_t connect_up(orb_net_t *net, const orb_card_t *cards, pending_t *pend, int *npend,
+static orb_status_t connect_up(orb_tcp_t *net, const orb_card_t *cards, pending_t *pend, int *npend,
                                double deadline, int *closed_rank, double *closed_at, char *err, size_t errlen)
 {
     for (int i = 0; i < net->npeers; i++) {
@@ -126,7 +126,7 @@ static orb_status_t connect_up(orb_net_t *net, const orb_card_t *cards, pending_
     return ORB_OK;
 }
 
-static int find_peer(const orb_net_t *net, int rank)
+static int find_peer(const orb_tcp_t *net, int rank)
 {
     return rank >= 0 && rank < net->nranks ? net->peer_index[rank] : -1;
 }
@@ -143,7 +143,7 @@ static void send_ack(int fd, int rank, orb_status_t st, const char *why)
 
 /* A complete hello arrived on an accepted socket. Returns ORB_OK (kept or dropped) or a
  * fatal status with err filled. */
-static orb_status_t take_hello(orb_net_t *net, table_t *t, pending_t *p, char *err, size_t errlen)
+static orb_status_t take_hello(orb_tcp_t *net, table_t *t, pending_t *p, char *err, size_t errlen)
 {
     char why[256];
     const orb_tcp_hello_t *h = &p->u.hello;
@@ -180,7 +180,7 @@ static orb_status_t take_hello(orb_net_t *net, table_t *t, pending_t *p, char *e
     return ORB_OK;
 }
 
-static orb_status_t take_ack(orb_net_t *net, table_t *t, pending_t *p, char *err, size_t errlen)
+static orb_status_t take_ack(orb_tcp_t *net, table_t *t, pending_t *p, char *err, size_t errlen)
 {
     const orb_tcp_ack_t *a = &p->u.ack;
     int rank = net->peers[p->peer].rank;
@@ -199,7 +199,7 @@ static orb_status_t take_ack(orb_net_t *net, table_t *t, pending_t *p, char *err
     return ORB_OK;
 }
 
-static void describe_missing(const orb_net_t *net, const table_t *t, char *err, size_t errlen)
+static void describe_missing(const orb_tcp_t *net, const table_t *t, char *err, size_t errlen)
 {
     int n = snprintf(err, errlen, "TCP connections were not all made within the init timeout "
                                   "(ORBIT_INIT_TIMEOUT); missing from rank(s)");
@@ -217,7 +217,7 @@ static void describe_missing(const orb_net_t *net, const table_t *t, char *err, 
 
 /* Move the established sockets into net->socks: per peer the control socket, then the data
  * sockets in (channel, stripe) order. */
-static orb_status_t adopt(orb_net_t *net, table_t *t)
+static orb_status_t adopt(orb_tcp_t *net, table_t *t)
 {
     int total = 0;
     for (int i = 0; i < net->npeers; i++)
@@ -245,7 +245,7 @@ static orb_status_t adopt(orb_net_t *net, table_t *t)
     return ORB_OK;
 }
 
-orb_status_t orb_tcp_handshake(orb_net_t *net, const orb_card_t *cards, double deadline, char *err, size_t errlen)
+orb_status_t orb_tcp_handshake(orb_tcp_t *net, const orb_card_t *cards, double deadline, char *err, size_t errlen)
 {
     size_t nslot = (size_t)net->npeers * (size_t)slots_per_peer(net);
     int maxpend = 64;

@@ -16,7 +16,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "transport/tcp.h"
+#include "transport/tcp/tcp_impl.h"
 
 #define FLUSH_IDLE_S 5.0 /* destroy waits this long for a peer that takes none of our data */
 #define EV_KICK UINT32_MAX
@@ -27,7 +27,7 @@
 
 static orb_tcp_chan_t *chan_of(const orb_conn_t *c) { return ((const orb_tcp_ring_t *)c->wake)->chan; }
 
-void orb_tcp_kick(orb_net_t *net)
+void orb_tcp_kick(orb_tcp_t *net)
 {
     if (atomic_load(&net->idle) && atomic_exchange(&net->idle, 0)) {
         uint64_t one = 1;
@@ -37,7 +37,7 @@ void orb_tcp_kick(orb_net_t *net)
 }
 
 /* The executor is here (single writer: a plain increment, no locked instruction). */
-static void polled(orb_net_t *net)
+static void polled(orb_tcp_t *net)
 {
     atomic_store_explicit(&net->exec_polls, atomic_load_explicit(&net->exec_polls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
@@ -115,7 +115,7 @@ static void tcp_recv_release(orb_conn_t *c)
     }
 }
 
-const orb_transport_ops_t orb_tcp_ops = {
+const orb_conn_ops_t orb_tcp_conn_ops = {
     .name = "tcp",
     .send_acquire = tcp_send_acquire,
     .send_post = tcp_send_post,
@@ -125,7 +125,7 @@ const orb_transport_ops_t orb_tcp_ops = {
 
 /* ---- failures ------------------------------------------------------------------------- */
 
-void orb_tcp_peer_closed(orb_net_t *net, int i, const char *why, int fatal)
+void orb_tcp_peer_closed(orb_tcp_t *net, int i, const char *why, int fatal)
 {
     orb_tcp_peer_t *p = &net->peers[i];
     if (atomic_exchange(&p->closed, 1))
@@ -141,7 +141,7 @@ void orb_tcp_peer_closed(orb_net_t *net, int i, const char *why, int fatal)
 
 /* ---- control sockets: error notices from the peer, and its end ------------------------ */
 
-static int ctrl_progress(orb_net_t *net, orb_tcp_sock_t *s)
+static int ctrl_progress(orb_tcp_t *net, orb_tcp_sock_t *s)
 {
     int moved = 0;
     while (!s->eof) {
@@ -212,7 +212,7 @@ static int lock_or_note(atomic_flag *lock, _Atomic int *skipped)
 }
 
 /* One pass over everything (deaf: the executor does the reading, leave it the rx locks). */
-static int pass(orb_net_t *net, int deaf)
+static int pass(orb_tcp_t *net, int deaf)
 {
     int moved = 0, woke = 0;
     for (int i = 0; i < net->npeers; i++)
@@ -237,7 +237,7 @@ static int pass(orb_net_t *net, int deaf)
 }
 
 /* After a pass that moved nothing: work that no socket event will announce? */
-static int work_left(orb_net_t *net, int deaf, int *unsent)
+static int work_left(orb_tcp_t *net, int deaf, int *unsent)
 {
     int left = 0;
     *unsent = 0;
@@ -264,7 +264,7 @@ static int work_left(orb_net_t *net, int deaf, int *unsent)
 }
 
 /* Listen for incoming data on the data sockets, or not (EPOLLOUT and a peer's FIN always). */
-static void listen_data(orb_net_t *net, int on)
+static void listen_data(orb_tcp_t *net, int on)
 {
     for (int k = 0; k < net->nsocks_total; k++) {
         orb_tcp_sock_t *s = &net->socks[k];
@@ -278,7 +278,7 @@ static void listen_data(orb_net_t *net, int on)
 
 void *orb_tcp_progress_main(void *arg)
 {
-    orb_net_t *net = arg;
+    orb_tcp_t *net = arg;
     orb_log_set_rank(net->rank);
     struct epoll_event ev[64];
     double last_move = orb_now();

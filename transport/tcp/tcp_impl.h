@@ -1,4 +1,4 @@
-/* Internals of the TCP transport (the public face is net.h).
+/* Internals of the TCP transport (the public face is tcp.h).
  *
  * Every pair of ranks on different hosts has one control socket (handshake, error notices)
  * and nchannels x nsocks data sockets. Data socket (ch, k) carries stripe k of channel ch in
@@ -9,16 +9,16 @@
  * path), and on a progress thread that takes over whatever the executor left (a full socket
  * buffer, data arriving while the executor sleeps or computes, pending sends after a call
  * returned). A per-direction lock (try-only on both sides) keeps the two apart. */
-#ifndef ORB_TRANSPORT_TCP_H
-#define ORB_TRANSPORT_TCP_H
+#ifndef ORB_TRANSPORT_TCP_IMPL_H
+#define ORB_TRANSPORT_TCP_IMPL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "transport/net.h"
+#include "transport/tcp/tcp.h"
 #include "transport/sock.h"
-#include "transport/tcp_wire.h"
+#include "transport/tcp/tcp_wire.h"
 
 #define ORB_TCP_STAGE_BYTES 4096 /* per socket: preambles and small payloads are read in batches */
 /* Pieces this large are a bandwidth stream: the thread reading alongside the executor pays
@@ -69,7 +69,7 @@ struct orb_tcp_chan {
     /* The executor found the receive ring empty / the send ring full at its last look: if
      * the peer has left, that wait can never end. */
     _Atomic int want_rx, want_tx;
-    orb_net_t *net;
+    orb_tcp_t *net;
     int peer; /* index in net->peers */
     int nsocks;
     orb_tcp_sock_t *socks; /* [nsocks], stripe order */
@@ -89,12 +89,12 @@ typedef struct {
     pthread_mutex_t ctrl_lock; /* post_error writes from the user's thread */
 } orb_tcp_peer_t;
 
-struct orb_net {
+struct orb_tcp {
     int rank, nranks, nchannels;
     uint32_t nslots;
     size_t slot_bytes;
     uint8_t secret[ORB_SECRET_BYTES];
-    orb_net_callbacks_t cb;
+    orb_tcp_callbacks_t cb;
     int nsocks_wanted;
 
     int listen_fd;
@@ -122,12 +122,12 @@ struct orb_net {
     _Atomic int errored;
 };
 
-extern const orb_transport_ops_t orb_tcp_ops;
+extern const orb_conn_ops_t orb_tcp_conn_ops;
 
 /* Wake the progress thread if it sleeps. */
-void orb_tcp_kick(orb_net_t *net);
+void orb_tcp_kick(orb_tcp_t *net);
 /* Establish every socket with the peers (tcp_handshake.c); fills net->socks. */
-orb_status_t orb_tcp_handshake(orb_net_t *net, const orb_card_t *cards, double deadline, char *err, size_t errlen);
+orb_status_t orb_tcp_handshake(orb_tcp_t *net, const orb_card_t *cards, double deadline, char *err, size_t errlen);
 /* The progress thread (tcp_progress.c). */
 void *orb_tcp_progress_main(void *arg);
 /* Move what can move on a channel now, from whichever thread holds its lock (tcp_stream.c).
@@ -140,8 +140,8 @@ int orb_tcp_tx_pending(orb_tcp_chan_t *ch);
 int orb_tcp_rx_pending(orb_tcp_chan_t *ch);
 /* Peer i's sockets ended: stop using them and tell the executor. Without a goodbye before
  * (or when fatal: it sent nonsense) the peer counts as lost at once; after one, only when
- * the executor waits for it (orb_net_check). */
-void orb_tcp_peer_closed(orb_net_t *net, int i, const char *why, int fatal);
+ * the executor waits for it (orb_tcp_check). */
+void orb_tcp_peer_closed(orb_tcp_t *net, int i, const char *why, int fatal);
 
 /* seq_cst (not acquire/release): a side that fails to take a lock goes to sleep, and the
  * holder looks at `idle` after unlocking to decide whether to wake it (tcp_progress.c). */

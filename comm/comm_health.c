@@ -1,0 +1,80 @@
+/* The executor's view of its communicator (orb_exec_env_t callbacks): the doorbell it sleeps
+ * on, whether the job is still healthy while it waits, and how a failure reaches every rank.
+ * Every transport is asked the same way; this file never knows which one a peer uses. */
+#include <stdio.h>
+
+#include "comm/comm_impl.h"
+#include "core/param.h"
+
+static uint32_t cb_doorbell(void *ctx)
+{
+    struct orb_comm *c = ctx;
+    return atomic_load(&c->box->doorbell);
+}
+
+static void cb_sleep(void *ctx, uint32_t seen, double max_s)
+{
+    struct orb_comm *c = ctx;
+    orb_box_wait(c->box, seen, max_s);
+}
+
+static void post_to(struct orb_comm *c, int peer, orb_status_t st, const char *msg)
+{
+    int t = c->tp_of[peer];
+    if (t >= 0)
+        orb_transports[t]->post_error(c->ep[t], peer, st, msg);
+}
+
+static void tell_everyone(struct orb_comm *c, orb_status_t st, const char *msg)
+{
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank)
+            post_to(c, r, st, msg);
+}
+
+/* A mismatch concerns every rank: those not talking to us directly would wait forever on
+ * ranks that gave up. The peer gets its own wording; the others get the same facts. */
+static void cb_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
+{
+    struct orb_comm *c = ctx;
+    post_to(c, peer, st, msg);
+    orb_box_post(c->box, c->rank, st, msg); /* our box tells why we leave */
+    tell_everyone(c, st, msg);
+}
+
+static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err, size_t errlen)
+{
+    struct orb_comm *c = ctx;
+    if (atomic_load(&c->aborted)) {
+        snprintf(err, errlen, "rank %d: orb_comm_abort was called on this communicator", c->rank);
+        return ORB_ERR_ABORTED;
+    }
+    orb_status_t st = orb_box_error(c->box, err, errlen);
+    if (st != ORB_OK)
+        return st;
+    char note[512];
+    for (int t = 0; orb_transports[t]; t++) {
+        int lost = -1;
+        st = orb_transports[t]->check_alive(c->ep[t], waiting_on, n, &lost, err, note, errlen < sizeof note ? errlen
+                                                                                                          : sizeof note);
+        if (st == ORB_OK)
+            continue;
+        if (note[0]) { /* a loss nobody has told yet */
+            orb_box_post(c->box, c->rank, st, note); /* our box tells why we leave */
+            tell_everyone(c, st, note);
+            atomic_store(&c->async_error, st);
+        }
+        return st;
+    }
+    return ORB_OK;
+}
+
+void orb_comm_exec_env(struct orb_comm *c, double spin_s)
+{
+    c->env = (orb_exec_env_t){
+        .rank = c->rank, .nranks = c->nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
+        .send = c->send, .recv = c->recv, .ctx = c, .doorbell = cb_doorbell, .sleep = cb_sleep,
+        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
+        .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
+    };
+}

@@ -1,0 +1,269 @@
+/* Communicator life cycle: init in two phases (bootstrap, then build from the bootstrap),
+ * and destroy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm_impl.h"
+#include "comm/cuda_hooks.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "core/proc.h"
+
+void orb_comm_free(struct orb_comm *c)
+{
+    for (int i = 0; i < ORB_PLAN_CACHE; i++)
+        if (c->cache[i].valid)
+            orb_plan_free(&c->cache[i].plan);
+    orb_comm_topo_free(c);
+    /* Endpoints first: their threads ring our box. */
+    for (int t = 0; orb_transports[t]; t++)
+        if (c->ep[t])
+            orb_transports[t]->destroy(c->ep[t]);
+    if (c->box_linked)
+        orb_box_unlink(c->box_name);
+    if (c->box)
+        atomic_store(&c->box->closed, 1);
+    if (c->boxes) {
+        for (int r = 0; r < c->nranks; r++)
+            if (c->boxes[r] && r != c->rank) {
+                orb_box_ring(c->boxes[r]); /* wake anyone still waiting on us */
+                orb_box_release(c->boxes[r], 0);
+            }
+        free(c->boxes);
+    }
+    orb_box_release(c->box, 0);
+    orb_bootstrap_close(&c->bs);
+    free(c->tp_of);
+    free(c->send);
+    free(c->recv);
+    free(c->ring);
+    free(c->host_of);
+    free(c->scratch);
+    c->magic = 0;
+    free(c);
+}
+
+static int read_int_param(orb_param_num_t id, int lo, int hi)
+{
+    double v = orb_param_num(id);
+    if (v < lo)
+        v = lo;
+    if (v > hi)
+        v = hi;
+    return (int)v;
+}
+
+orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)
+{
+    const int rank = c->rank, nranks = c->nranks;
+    c->nchannels = read_int_param(ORB_PARAM_NCHANNELS, 2, ORB_MAX_CHANNELS);
+    c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* rings need 2 */
+    c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
+    c->timeout_s = orb_param_num(ORB_PARAM_TIMEOUT);
+    if (c->timeout_s <= 0)
+        c->timeout_s = 1e9;
+    c->check_signatures = orb_param_num(ORB_PARAM_CHECK) != 0;
+    c->bs.root_fd = -1;
+
+    orb_sockaddr_t root_addr;
+    uint8_t secret[ORB_SECRET_BYTES];
+    if (orb_id_decode(id, &root_addr, secret) != ORB_OK) {
+        snprintf(err, errlen, "the unique id is not valid (not made by orb_get_unique_id, or damaged in transit)");
+        return ORB_ERR_INVALID_ARG;
+    }
+    c->boxes = calloc((size_t)nranks, sizeof *c->boxes);
+    c->tp_of = malloc((size_t)nranks);
+    if (!c->boxes || !c->tp_of)
+        return ORB_ERR_NO_MEMORY;
+    snprintf(c->box_name, sizeof c->box_name, "/orbit-%02x%02x%02x%02x%02x%02x-%d", secret[0], secret[1], secret[2],
+             secret[3], secret[4], secret[5], rank);
+    orb_status_t st = orb_box_create(&c->box, c->box_name, rank, nranks, err, errlen);
+    if (st != ORB_OK)
+        return st;
+    c->box_linked = 1;
+    c->boxes[rank] = c->box;
+
+    orb_card_t card = {0};
+    card.rank = rank;
+    card.pid = (int32_t)getpid();
+    card.pid_start = orb_proc_start_time(getpid());
+    card.host_id = orb_host_id();
+    card.family = root_addr.ss.ss_family;
+    gethostname(card.hostname, sizeof card.hostname - 1);
+    snprintf(card.shm_name, sizeof card.shm_name, "%s", c->box_name);
+    orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
+                               .slot_bytes = c->slot_bytes, .secret = secret, .name = c->box_name, .box = c->box,
+                               .boxes = c->boxes};
+    for (int t = 0; orb_transports[t]; t++) {
+        st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
+        if (st != ORB_OK)
+            return st;
+    }
+    return orb_bootstrap_init(&c->bs, id, nranks, rank, &card, orb_param_num(ORB_PARAM_INIT_TIMEOUT), err, errlen);
+}
+
+/* Rank order, grouped by host (hosts in order of their lowest rank), so that a ring crosses
+ * between hosts once per host. */
+static void ring_by_host(struct orb_comm *c)
+{
+    c->nhosts = 0;
+    for (int r = 0; r < c->nranks; r++) {
+        int h = -1;
+        for (int q = 0; q < r && h < 0; q++)
+            if (c->bs.cards[q].host_id == c->bs.cards[r].host_id)
+                h = c->host_of[q];
+        c->host_of[r] = h >= 0 ? h : c->nhosts++;
+    }
+    int k = 0;
+    char *placed = calloc((size_t)c->nranks, 1);
+    if (!placed) {
+        for (int r = 0; r < c->nranks; r++)
+            c->ring[r] = r;
+        return;
+    }
+    for (int r = 0; r < c->nranks; r++) {
+        if (placed[r])
+            continue;
+        for (int q = r; q < c->nranks; q++)
+            if (!placed[q] && c->bs.cards[q].host_id == c->bs.cards[r].host_id) {
+                c->ring[k++] = q;
+                placed[q] = 1;
+            }
+    }
+    free(placed);
+}
+
+/* Each peer goes to the first transport that reaches it; then every transport connects its
+ * peers (maybe none: it still learns that it has nothing to do). */
+static orb_status_t connect_transports(struct orb_comm *c, double deadline, char *err, size_t errlen)
+{
+    const orb_card_t *me = &c->bs.cards[c->rank];
+    int *peers = malloc(sizeof(int) * (size_t)c->nranks);
+    if (!peers)
+        return ORB_ERR_NO_MEMORY;
+    for (int r = 0; r < c->nranks; r++) {
+        c->tp_of[r] = -1;
+        for (int t = 0; orb_transports[t] && r != c->rank && c->tp_of[r] < 0; t++)
+            if (orb_transports[t]->reaches(me, &c->bs.cards[r]))
+                c->tp_of[r] = (int8_t)t;
+    }
+    orb_status_t st = ORB_OK;
+    for (int t = 0; orb_transports[t] && st == ORB_OK; t++) {
+        int n = 0;
+        for (int r = 0; r < c->nranks; r++)
+            if (c->tp_of[r] == t)
+                peers[n++] = r;
+        st = orb_transports[t]->connect(c->ep[t], c->bs.cards, peers, n, c->send, c->recv, deadline, err, errlen);
+    }
+    free(peers);
+    return st;
+}
+
+orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
+{
+    const int rank = c->rank, nranks = c->nranks;
+    const double init_timeout = orb_param_num(ORB_PARAM_INIT_TIMEOUT);
+    const uint64_t host_id = c->bs.cards[rank].host_id;
+    orb_status_t st;
+    for (int r = 0; r < nranks; r++) {
+        if (r == rank || c->bs.cards[r].host_id != host_id)
+            continue; /* other hosts: no box to map */
+        st = orb_box_attach(&c->boxes[r], c->bs.cards[r].shm_name, r, nranks, err, errlen);
+        if (st != ORB_OK)
+            return st;
+    }
+    size_t nconn = (size_t)nranks * (size_t)c->nchannels;
+    c->send = calloc(nconn, sizeof *c->send);
+    c->recv = calloc(nconn, sizeof *c->recv);
+    c->ring = malloc(sizeof(int) * (size_t)nranks);
+    c->host_of = malloc(sizeof(int) * (size_t)nranks);
+    if (!c->send || !c->recv || !c->ring || !c->host_of)
+        return ORB_ERR_NO_MEMORY;
+    st = connect_transports(c, orb_now() + init_timeout, err, errlen);
+    if (st != ORB_OK)
+        return st;
+    /* Every rank has mapped every segment: the names can go, so a crash leaves nothing. */
+    st = orb_bootstrap_barrier(&c->bs, orb_now() + init_timeout);
+    orb_box_unlink(c->box_name);
+    c->box_linked = 0;
+    for (int t = 0; orb_transports[t]; t++)
+        orb_transports[t]->ready(c->ep[t]);
+    if (st != ORB_OK) {
+        snprintf(err, errlen, "a rank left during init");
+        return st;
+    }
+    ring_by_host(c); /* refined by the topology below */
+    double spin_s = 0;
+    st = orb_comm_spin_default(c, orb_now() + init_timeout, &spin_s); /* before binding narrows our CPUs */
+    if (st != ORB_OK) {
+        snprintf(err, errlen, "a rank left while CPU masks were exchanged");
+        return st;
+    }
+    st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, errlen);
+    if (st != ORB_OK)
+        return st;
+    for (int i = 0; i < nranks; i++)
+        if (c->ring[i] == rank) {
+            c->ring_next = c->ring[(i + 1) % nranks];
+            c->ring_prev = c->ring[(i + nranks - 1) % nranks];
+        }
+    orb_comm_exec_env(c, spin_s);
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id, int rank)
+{
+    if (!out) {
+        orb_set_thread_error("orb_comm_init_rank: comm (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    if (nranks < 1 || nranks > ORB_MAX_RANKS) {
+        orb_set_thread_error("orb_comm_init_rank: nranks=%d is out of range 1..%d", nranks, ORB_MAX_RANKS);
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (rank < 0 || rank >= nranks) {
+        orb_set_thread_error("orb_comm_init_rank: rank=%d is out of range 0..%d (nranks=%d)", rank, nranks - 1, nranks);
+        return ORB_ERR_INVALID_ARG;
+    }
+    orb_log_set_rank(rank);
+    struct orb_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: out of memory for the communicator", rank);
+        return ORB_ERR_NO_MEMORY;
+    }
+    c->rank = rank;
+    c->nranks = nranks;
+    char err[ORB_ERRMSG_BYTES] = "";
+    orb_status_t st = orb_comm_bootstrap(c, &id, err, sizeof err);
+    if (st == ORB_OK)
+        st = orb_comm_build(c, err, sizeof err);
+    if (st == ORB_OK && orb_comm_live_add(c) != 0) {
+        st = ORB_ERR_NO_MEMORY;
+        err[0] = 0;
+    }
+    if (st != ORB_OK) {
+        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err[0] ? err : orb_strerror(st));
+        orb_comm_free(c);
+        return st;
+    }
+    c->magic = ORB_COMM_MAGIC;
+    ORB_INFO("communicator ready: %d ranks, %d channels x %u slots x %zu bytes of shared memory per peer", nranks,
+             c->nchannels, c->nslots, c->slot_bytes);
+    *out = c;
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_destroy(orb_comm_t comm)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_destroy");
+    if (st != ORB_OK)
+        return st;
+    orb_comm_live_remove(comm);
+    orb_cuda_comm_destroy(comm);
+    orb_comm_free(comm);
+    return ORB_OK;
+}

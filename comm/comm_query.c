@@ -1,0 +1,61 @@
+/* What a live communicator answers: its rank and size, an error that happened outside a
+ * call, and abort from anywhere (a signal handler, a watchdog thread). */
+#include "comm/comm_impl.h"
+#include "comm/cuda_hooks.h"
+
+orb_status_t orb_comm_rank(orb_comm_t comm, int *rank)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_rank");
+    if (st != ORB_OK)
+        return st;
+    if (!rank) {
+        orb_set_thread_error("orb_comm_rank: rank (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *rank = comm->rank;
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_size(orb_comm_t comm, int *size)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_size");
+    if (st != ORB_OK)
+        return st;
+    if (!size) {
+        orb_set_thread_error("orb_comm_size: size (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *size = comm->nranks;
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_abort(orb_comm_t comm)
+{
+    /* Async-signal-safe: no locks, no allocation, no message; atomic stores and futex wakes. */
+    if (!comm || comm->magic != ORB_COMM_MAGIC)
+        return ORB_ERR_INVALID_ARG;
+    atomic_store(&comm->aborted, 1);
+    atomic_store(&comm->async_error, ORB_ERR_ABORTED);
+    if (comm->box)
+        orb_box_ring(comm->box);
+    orb_cuda_comm_abort(comm);
+    for (int t = 0; orb_transports[t]; t++)
+        if (comm->ep[t])
+            orb_transports[t]->abort(comm->ep[t]); /* destroy will not wait to flush */
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_get_async_error");
+    if (st != ORB_OK)
+        return st;
+    if (!async_error) {
+        orb_set_thread_error("orb_comm_get_async_error: async_error (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *async_error = (orb_status_t)atomic_load(&comm->async_error);
+    if (*async_error == ORB_OK)
+        *async_error = orb_cuda_async_error(comm);
+    return ORB_OK;
+}

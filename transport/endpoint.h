@@ -1,0 +1,73 @@
+/* What a transport offers the communicator: one const ops table per transport family
+ * (rdma-core's verbs_device_ops habit). The communicator never branches on which transport a
+ * peer uses: it creates every registered transport's endpoint, lets the first one that
+ * reaches a peer connect it (in orb_transports order: host-local first), and asks every
+ * endpoint for liveness and error delivery through the same entries. Adding a transport is a
+ * folder under transport/ and one line in registry.c.
+ *
+ * Life of an endpoint: create (before the bootstrap: fill this rank's part of its card) ->
+ * connect (after it: the cards of all ranks, the peers it won) -> ready (every rank
+ * connected: names can go) -> post_error / check_alive / abort while calls run -> destroy. */
+#ifndef ORB_TRANSPORT_ENDPOINT_H
+#define ORB_TRANSPORT_ENDPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orbit.h"
+#include "transport/bootstrap.h"
+#include "transport/box.h"
+#include "transport/transport.h"
+
+/* Cost of one link class for the tuner: alpha is the fixed cost of one step (a slot handed
+ * over and noticed), beta the bandwidth one link sustains, shared by all channels on it. */
+typedef struct {
+    double alpha_us;
+    double beta_gbps;
+} orb_link_cost_t;
+
+typedef struct orb_endpoint orb_endpoint_t; /* a transport's state in one communicator */
+
+typedef struct {
+    int rank, nranks, nchannels;
+    uint32_t nslots;
+    size_t slot_bytes;
+    const uint8_t *secret;     /* the job's: authenticates connections */
+    const char *name;          /* this rank's shared-memory name prefix (card.shm_name) */
+    orb_box_t *box;            /* this rank's box: ring it when data moves, post errors peers report */
+    orb_box_t *const *boxes;   /* every rank's box as this rank maps it (NULL: another host) */
+} orb_transport_args_t;
+
+typedef struct orb_transport {
+    const char *name;
+    orb_link_cost_t link; /* what one of its links costs until measured (docs/transports.md) */
+    /* This rank's endpoint; fills the transport's part of card (addresses, names). */
+    orb_status_t (*create)(orb_endpoint_t **ep, const orb_transport_args_t *a, orb_card_t *card, char *err,
+                           size_t errlen);
+    /* Whether it can connect the ranks of these two cards. */
+    int (*reaches)(const orb_card_t *me, const orb_card_t *peer);
+    /* Connect peers[0..npeers) (the ranks it won, maybe none), every channel: fill
+     * send/recv[peer * nchannels + ch]. Every rank calls it with its own list. */
+    orb_status_t (*connect)(orb_endpoint_t *ep, const orb_card_t *cards, const int *peers, int npeers,
+                            orb_conn_t *send, orb_conn_t *recv, double deadline, char *err, size_t errlen);
+    /* Every rank has connected (after a barrier): what was only needed to connect can go. */
+    void (*ready)(orb_endpoint_t *ep);
+    /* Tell a peer it connects that the job failed; best effort, non-blocking. */
+    void (*post_error)(orb_endpoint_t *ep, int peer, orb_status_t st, const char *msg);
+    /* Non-blocking health of the peers it connects, waiting_on[0..n) being those the executor
+     * waits for. A lost peer: its status, *lost, err (what this rank reports) and note (what
+     * to tell the others; empty when the loss was already told). */
+    orb_status_t (*check_alive)(orb_endpoint_t *ep, const int *waiting_on, int n, int *lost, char *err,
+                                char *note, size_t len);
+    /* orb_comm_abort: destroy will not wait for anything. Async-signal-safe. */
+    void (*abort)(orb_endpoint_t *ep);
+    void (*destroy)(orb_endpoint_t *ep);
+} orb_transport_t;
+
+/* The registered transports, in order of preference, NULL-terminated (registry.c). */
+extern const orb_transport_t *const orb_transports[];
+
+extern const orb_transport_t orb_shm_transport;
+extern const orb_transport_t orb_tcp_transport;
+
+#endif

@@ -1,0 +1,296 @@
+#include "transport/shm/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/proc.h"
+#include "transport/endpoint.h"
+
+#define SHM_MAGIC 0x4f52534du /* "ORSM" */
+#define SHM_VERSION 1
+#define HDR_BYTES 4096
+
+_Static_assert(sizeof(orb_shm_hdr_t) <= HDR_BYTES, "header fits its page");
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static orb_fifo_ctrl_t *fifo_at(orb_shm_hdr_t *h, size_t fifo_bytes, int nch, int src, int ch)
+{
+    return (orb_fifo_ctrl_t *)((char *)h + HDR_BYTES + ((size_t)src * (size_t)nch + (size_t)ch) * fifo_bytes);
+}
+
+/* ---- the ops table ------------------------------------------------------------------ */
+
+static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c)
+{
+    uint64_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
+    if (c->pos - tail >= c->nslots)
+        return NULL;
+    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+}
+
+static void shm_send_post(orb_conn_t *c)
+{
+    atomic_store_explicit(&c->ctrl->head, ++c->pos, memory_order_release);
+    orb_box_ring(c->wake);
+}
+
+static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
+{
+    uint64_t head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
+    if (head == c->pos)
+        return NULL;
+    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+}
+
+static void shm_recv_release(orb_conn_t *c)
+{
+    atomic_store_explicit(&c->ctrl->tail, ++c->pos, memory_order_release);
+    orb_box_ring(c->wake);
+}
+
+const orb_conn_ops_t orb_shm_conn_ops = {
+    .name = "shm",
+    .send_acquire = shm_send_acquire,
+    .send_post = shm_send_post,
+    .recv_acquire = shm_recv_acquire,
+    .recv_release = shm_recv_release,
+};
+
+/* ---- segments ----------------------------------------------------------------------- */
+
+typedef struct {
+    int rank, nranks, nchannels;
+    uint32_t nslots;
+    size_t slot_bytes;
+    size_t fifo_bytes, seg_bytes;
+    char name[80];
+    int unlinked;
+    orb_shm_hdr_t *self;
+    orb_shm_hdr_t **peers;     /* mapped segments; NULL for ranks it does not connect */
+    orb_box_t *box;            /* mine */
+    orb_box_t *const *boxes;   /* every rank's, as the communicator maps them */
+    const orb_card_t *cards;   /* from connect: pids and host names for liveness */
+} shm_ep_t;
+
+static void shm_unlink_own(shm_ep_t *s)
+{
+    if (!s->unlinked && s->self) {
+        shm_unlink(s->name);
+        s->unlinked = 1;
+    }
+}
+
+static void shm_destroy(orb_endpoint_t *ep)
+{
+    shm_ep_t *s = (shm_ep_t *)ep;
+    if (!s)
+        return;
+    shm_unlink_own(s);
+    for (int r = 0; r < s->nranks && s->peers; r++)
+        if (s->peers[r])
+            munmap(s->peers[r], s->seg_bytes);
+    free(s->peers);
+    free(s);
+}
+
+static orb_status_t shm_create(orb_endpoint_t **out, const orb_transport_args_t *a, orb_card_t *card, char *err,
+                               size_t errlen)
+{
+    (void)card; /* peers find the segment by the card's name prefix */
+    *out = NULL;
+    shm_ep_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return ORB_ERR_NO_MEMORY;
+    s->rank = a->rank;
+    s->nranks = a->nranks;
+    s->nchannels = a->nchannels;
+    s->nslots = a->nslots;
+    s->slot_bytes = a->slot_bytes;
+    s->box = a->box;
+    s->boxes = a->boxes;
+    s->fifo_bytes = round_up(sizeof(orb_fifo_ctrl_t) + (size_t)a->nslots * (sizeof(orb_slot_hdr_t) + a->slot_bytes),
+                             4096);
+    s->seg_bytes = HDR_BYTES + (size_t)a->nranks * (size_t)a->nchannels * s->fifo_bytes;
+    snprintf(s->name, sizeof s->name, "%s-fifo", a->name);
+    s->peers = calloc((size_t)a->nranks, sizeof *s->peers);
+    if (!s->peers) {
+        free(s);
+        return ORB_ERR_NO_MEMORY;
+    }
+    s->unlinked = 1; /* nothing to unlink until the segment exists */
+    int fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create shared memory %s: %s (is /dev/shm mounted and writable?)",
+                 s->name, strerror(errno));
+        shm_destroy((orb_endpoint_t *)s);
+        return ORB_ERR_SYSTEM;
+    }
+    s->unlinked = 0;
+    /* ftruncate is sparse: only the FIFOs that carry data take pages. */
+    if (ftruncate(fd, (off_t)s->seg_bytes) != 0) {
+        snprintf(err, errlen, "cannot size shared memory %s to %zu bytes: %s", s->name, s->seg_bytes,
+                 strerror(errno));
+        close(fd);
+        shm_destroy((orb_endpoint_t *)s);
+        return ORB_ERR_NO_MEMORY;
+    }
+    void *p = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map shared memory %s: %s", s->name, strerror(errno));
+        shm_destroy((orb_endpoint_t *)s);
+        return ORB_ERR_NO_MEMORY;
+    }
+    s->self = p;
+    s->self->rank = a->rank;
+    s->self->nranks = a->nranks;
+    s->self->nchannels = a->nchannels;
+    s->self->nslots = a->nslots;
+    s->self->slot_bytes = a->slot_bytes;
+    s->self->fifo_bytes = s->fifo_bytes;
+    s->self->version = SHM_VERSION;
+    atomic_thread_fence(memory_order_release);
+    s->self->magic = SHM_MAGIC;
+    s->peers[a->rank] = s->self;
+    *out = (orb_endpoint_t *)s;
+    return ORB_OK;
+}
+
+static int shm_reaches(const orb_card_t *me, const orb_card_t *peer) { return me->host_id == peer->host_id; }
+
+static orb_status_t attach(shm_ep_t *s, int peer, const char *prefix, char *err, size_t errlen)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%s-fifo", prefix);
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open rank %d's shared memory %s: %s (if the ranks are on different "
+                              "hosts that look alike, give each host its own ORBIT_HOSTID)",
+                 peer, name, strerror(errno));
+        return ORB_ERR_SYSTEM;
+    }
+    void *p = mmap(NULL, s->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map rank %d's shared memory: %s", peer, strerror(errno));
+        return ORB_ERR_NO_MEMORY;
+    }
+    orb_shm_hdr_t *h = p;
+    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->rank != peer || h->nranks != s->nranks) {
+        snprintf(err, errlen, "rank %d's shared memory %s is not what it should be (another job with the same secret?)",
+                 peer, name);
+        munmap(p, s->seg_bytes);
+        return ORB_ERR_PROTOCOL;
+    }
+    if (h->nchannels != s->nchannels || h->nslots != s->nslots || h->slot_bytes != s->slot_bytes) {
+        snprintf(err, errlen, "rank %d uses %d channels x %u slots x %llu bytes, rank %d uses %d x %u x %zu: "
+                              "set ORBIT_NCHANNELS / ORBIT_SHM_SLOTS / ORBIT_SHM_SLOT_BYTES alike on every rank",
+                 peer, h->nchannels, h->nslots, (unsigned long long)h->slot_bytes, s->rank, s->nchannels,
+                 s->nslots, s->slot_bytes);
+        munmap(p, s->seg_bytes);
+        return ORB_ERR_MISMATCH;
+    }
+    s->peers[peer] = h;
+    return ORB_OK;
+}
+
+static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, const int *peers, int npeers,
+                                orb_conn_t *send, orb_conn_t *recv, double deadline, char *err, size_t errlen)
+{
+    (void)deadline; /* every segment exists before the bootstrap completes */
+    shm_ep_t *s = (shm_ep_t *)ep;
+    s->cards = cards;
+    for (int i = 0; i < npeers; i++) {
+        orb_status_t st = attach(s, peers[i], cards[peers[i]].shm_name, err, errlen);
+        if (st != ORB_OK)
+            return st;
+    }
+    size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes;
+    for (int i = 0; i < npeers; i++) {
+        int peer = peers[i];
+        for (int ch = 0; ch < s->nchannels; ch++) {
+            size_t ci = (size_t)peer * (size_t)s->nchannels + (size_t)ch;
+            orb_fifo_ctrl_t *out = fifo_at(s->peers[peer], s->fifo_bytes, s->nchannels, s->rank, ch);
+            orb_fifo_ctrl_t *in = fifo_at(s->self, s->fifo_bytes, s->nchannels, peer, ch);
+            send[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = out,
+                                    .slots = (char *)(out + 1), .slot_stride = stride, .slot_bytes = s->slot_bytes,
+                                    .nslots = s->nslots, .pos = atomic_load(&out->head), .wake = s->boxes[peer]};
+            recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
+                                    .slots = (char *)(in + 1), .slot_stride = stride, .slot_bytes = s->slot_bytes,
+                                    .nslots = s->nslots, .pos = atomic_load(&in->tail), .wake = s->boxes[peer]};
+        }
+    }
+    return ORB_OK;
+}
+
+static void shm_ready(orb_endpoint_t *ep) { shm_unlink_own((shm_ep_t *)ep); }
+
+static void shm_post_error(orb_endpoint_t *ep, int peer, orb_status_t st, const char *msg)
+{
+    shm_ep_t *s = (shm_ep_t *)ep;
+    if (s->peers[peer] && s->boxes[peer])
+        orb_box_post(s->boxes[peer], s->rank, st, msg);
+}
+
+static orb_status_t shm_check_alive(orb_endpoint_t *ep, const int *waiting_on, int n, int *lost, char *err,
+                                    char *note, size_t len)
+{
+    shm_ep_t *s = (shm_ep_t *)ep;
+    note[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int p = waiting_on[i];
+        if (p != s->rank && s->peers[p] && atomic_load(&s->boxes[p]->closed)) {
+            *lost = p;
+            snprintf(err, len, "rank %d (%s) destroyed its communicator while rank %d still waited for it: "
+                               "did it skip a collective call?",
+                     p, s->cards[p].hostname, s->rank);
+            return ORB_ERR_PEER_LOST;
+        }
+    }
+    for (int p = 0; p < s->nranks; p++) {
+        if (p == s->rank || !s->peers[p])
+            continue;
+        const orb_card_t *cd = &s->cards[p];
+        if (atomic_load(&s->boxes[p]->closed) || orb_proc_alive(cd->pid, cd->pid_start))
+            continue;
+        *lost = p;
+        /* A survivor that reported a loss and exited is not the loss: whoever noticed first
+         * posted it to us before leaving, so our box names the rank that died ... */
+        orb_status_t st = orb_box_error(s->box, err, len);
+        if (st != ORB_OK)
+            return st;
+        /* ... or it left before its message reached us: its own box says why it left. */
+        st = orb_box_error(s->boxes[p], err, len);
+        if (st != ORB_OK)
+            return st;
+        snprintf(err, len, "rank %d (pid %d on %s) died while rank %d waited in a collective", p, cd->pid,
+                 cd->hostname, s->rank);
+        snprintf(note, len, "rank %d (pid %d on %s) died (noticed by rank %d)", p, cd->pid, cd->hostname,
+                 s->rank);
+        return ORB_ERR_PEER_LOST;
+    }
+    return ORB_OK;
+}
+
+static void shm_abort(orb_endpoint_t *ep) { (void)ep; /* nothing to flush: the box wakes the executor */ }
+
+const orb_transport_t orb_shm_transport = {
+    .name = "shm",
+    .link = {.alpha_us = 1.5, .beta_gbps = 8.0},
+    .create = shm_create,
+    .reaches = shm_reaches,
+    .connect = shm_connect,
+    .ready = shm_ready,
+    .post_error = shm_post_error,
+    .check_alive = shm_check_alive,
+    .abort = shm_abort,
+    .destroy = shm_destroy,
+};
