@@ -18,7 +18,7 @@ void orb_comm_free(struct orb_comm *c)
         if (c->cache[i].valid)
             orb_plan_free(&c->cache[i].plan);
     orb_comm_topo_free(c);
-    /* Endpoints first: their threads ring our box. */
+    /* Endpoints first: their threads wake us through our box. */
     for (int t = 0; orb_transports[t]; t++)
         if (c->ep[t])
             orb_transports[t]->destroy(c->ep[t]);
@@ -29,7 +29,7 @@ void orb_comm_free(struct orb_comm *c)
     if (c->boxes) {
         for (int r = 0; r < c->nranks; r++)
             if (c->boxes[r] && r != c->rank) {
-                orb_box_ring(c->boxes[r]); /* wake anyone still waiting on us */
+                orb_box_wake(c->boxes[r]); /* wake anyone still waiting on us */
                 orb_box_release(c->boxes[r], 0);
             }
         free(c->boxes);
@@ -60,7 +60,7 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
 {
     const int rank = c->rank, nranks = c->nranks;
     c->nchannels = read_int_param(ORB_PARAM_NCHANNELS, 2, ORB_MAX_CHANNELS);
-    c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* rings need 2 */
+    c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* a FIFO needs 2 */
     c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
     c->timeout_s = orb_param_num(ORB_PARAM_TIMEOUT);
     if (c->timeout_s <= 0)

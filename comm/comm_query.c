@@ -37,7 +37,7 @@ orb_status_t orb_comm_abort(orb_comm_t comm)
     atomic_store(&comm->aborted, 1);
     atomic_store(&comm->async_error, ORB_ERR_ABORTED);
     if (comm->box)
-        orb_box_ring(comm->box);
+        orb_box_wake(comm->box);
     orb_cuda_comm_abort(comm);
     for (int t = 0; orb_transports[t]; t++)
         if (comm->ep[t])

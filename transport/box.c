@@ -24,7 +24,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
-void orb_box_ring(orb_box_t *b)
+void orb_box_wake(orb_box_t *b)
 {
     atomic_fetch_add_explicit(&b->doorbell, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&b->waiters, memory_order_seq_cst))
@@ -49,7 +49,7 @@ void orb_box_post(orb_box_t *b, int from, orb_status_t st, const char *msg)
         snprintf(b->err_msg, sizeof b->err_msg, "%s", msg);
         atomic_store(&b->err_status, (int32_t)st);
     }
-    orb_box_ring(b);
+    orb_box_wake(b);
 }
 
 orb_status_t orb_box_error(const orb_box_t *b, char *msg, size_t len)
@@ -128,7 +128,7 @@ void orb_box_release(orb_box_t *b, int close)
         return;
     if (close) {
         atomic_store(&b->closed, 1);
-        orb_box_ring(b);
+        orb_box_wake(b);
     }
     munmap(b, BOX_BYTES);
 }

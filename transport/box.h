@@ -1,6 +1,6 @@
 /* A rank's doorbell and error box: one small shared-memory segment per rank, owned by its
  * communicator, whatever transports carry the data. Ranks on one host map each other's
- * boxes: a peer rings the doorbell after posting into or freeing one of our slots, and leaves
+ * boxes: a peer wakes it (the doorbell) after posting into or freeing one of our slots, and leaves
  * an error there (a mismatch, a lost rank) for our executor to find. A rank with nothing to do
  * sleeps on the doorbell's futex. The name goes once every peer has mapped it, so a crash
  * leaves nothing in /dev/shm. */
@@ -35,10 +35,10 @@ orb_status_t orb_box_create(orb_box_t **box, const char *name, int rank, int nra
 /* Map peer's box by its name and check it is the peer's. */
 orb_status_t orb_box_attach(orb_box_t **box, const char *name, int peer, int nranks, char *err, size_t errlen);
 void orb_box_unlink(const char *name);
-/* Unmap a box; close = 1 (its owner): mark it closed and ring it first. */
+/* Unmap a box; close = 1 (its owner): mark it closed first. */
 void orb_box_release(orb_box_t *box, int close);
 
-void orb_box_ring(orb_box_t *box);
+void orb_box_wake(orb_box_t *box);
 /* Sleep until the doorbell moves past seen or timeout_s passes. */
 void orb_box_wait(orb_box_t *box, uint32_t seen, double timeout_s);
 /* Leave an error in box (the first one wins) and wake its owner. */

@@ -39,7 +39,7 @@ static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c)
 static void shm_send_post(orb_conn_t *c)
 {
     atomic_store_explicit(&c->ctrl->head, ++c->pos, memory_order_release);
-    orb_box_ring(c->wake);
+    orb_box_wake(c->wake);
 }
 
 static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
@@ -53,7 +53,7 @@ static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
 static void shm_recv_release(orb_conn_t *c)
 {
     atomic_store_explicit(&c->ctrl->tail, ++c->pos, memory_order_release);
-    orb_box_ring(c->wake);
+    orb_box_wake(c->wake);
 }
 
 const orb_conn_ops_t orb_shm_conn_ops = {

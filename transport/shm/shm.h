@@ -1,6 +1,6 @@
 /* Shared-memory transport between ranks on one host: one POSIX segment per rank holds the
  * receive FIFOs of every (sender, channel). Senders write straight into the receiver's slots
- * and ring the receiver's box (box.h) after posting into or freeing a slot. Segments are
+ * and wake the receiver through its box (box.h) after posting into or freeing a slot. Segments are
  * unlinked as soon as every peer has attached, so a crash leaves nothing behind in /dev/shm.
  * Peers' health comes from their boxes (closed when they destroy their communicator) and
  * their pids. The communicator reaches it through orb_shm_transport (endpoint.h). */

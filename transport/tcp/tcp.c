@@ -115,7 +115,7 @@ static void *map_slots(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* The channels: rings, bookkeeping, and their sockets (already in net->socks). */
+/* The channels: FIFOs, bookkeeping, and their sockets (already in net->socks). */
 static orb_status_t make_chans(orb_tcp_t *net)
 {
     size_t nchans = (size_t)net->npeers * (size_t)net->nchannels;
@@ -133,13 +133,13 @@ static orb_status_t make_chans(orb_tcp_t *net)
         ch->socks = &net->socks[p->ctrl + 1 + chn * p->nsocks];
         atomic_flag_clear(&ch->tx_lock);
         atomic_flag_clear(&ch->rx_lock);
-        orb_tcp_ring_t *rings[2] = {&ch->tx, &ch->rx};
+        orb_tcp_fifo_t *fifos[2] = {&ch->tx, &ch->rx};
         for (int d = 0; d < 2; d++) {
-            rings[d]->chan = ch;
-            rings[d]->stride = stride;
-            rings[d]->nslots = net->nslots;
-            rings[d]->slots = map_slots(stride * net->nslots);
-            if (!rings[d]->slots)
+            fifos[d]->chan = ch;
+            fifos[d]->stride = stride;
+            fifos[d]->nslots = net->nslots;
+            fifos[d]->slots = map_slots(stride * net->nslots);
+            if (!fifos[d]->slots)
                 return ORB_ERR_NO_MEMORY;
         }
         ch->tag = malloc(sizeof *ch->tag * net->nslots);
@@ -227,7 +227,7 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
         for (int ch = 0; ch < net->nchannels; ch++) {
             size_t ci = (size_t)peers[i] * (size_t)net->nchannels + (size_t)ch;
             orb_tcp_chan_t *c = &net->chans[(size_t)i * (size_t)net->nchannels + (size_t)ch];
-            orb_tcp_ring_t *tx = &c->tx, *rx = &c->rx;
+            orb_tcp_fifo_t *tx = &c->tx, *rx = &c->rx;
             send[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &tx->ctrl,
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = tx};
@@ -258,7 +258,7 @@ orb_status_t orb_tcp_check(orb_tcp_t *net, int *lost)
      * want_tx say what the executor found when it last looked, which may be stale: the peer's
      * last pieces may have been delivered since (they arrive before its sockets end), or the
      * thread may have written out the ring that was full. Only an empty receive ring or a
-     * still full send ring means waiting. Reading closed first orders the thread's work before. */
+     * still full send FIFO means waiting. Reading closed first orders the thread's work before. */
     for (int i = 0; i < net->npeers; i++) {
         if (!atomic_load(&net->peers[i].closed))
             continue;
@@ -309,7 +309,7 @@ void orb_tcp_destroy(orb_tcp_t *net)
         return;
     int hurry = 1;
     if (net->thread_started) {
-        /* A healthy job may still have pieces in our send rings that the peers will read: let
+        /* A healthy job may still have pieces in our send FIFOs that the peers will read: let
          * them go first. After an error nobody may read them, so leave at once. */
         hurry = atomic_load(&net->aborted) || atomic_load(&net->errored) || atomic_load(&net->lost_rank);
         atomic_store(&net->stop, hurry ? 2 : 1);

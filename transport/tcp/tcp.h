@@ -1,7 +1,7 @@
 /* The TCP transport between ranks on different hosts. Same connection model as shm
  * (transport.h): each (peer, channel, direction) is a FIFO of slots; here the slots are local
  * staging memory and a progress thread moves them over sockets. After delivering a piece or
- * freeing a slot it calls wake(arg), which rings the rank's doorbell so a sleeping executor
+ * freeing a slot it calls wake(arg), which wakes the rank (its box's doorbell) so a sleeping executor
  * looks again. The communicator reaches it through orb_tcp_transport (endpoint.h). */
 #ifndef ORB_TRANSPORT_TCP_TCP_H
 #define ORB_TRANSPORT_TCP_TCP_H
@@ -14,7 +14,7 @@ typedef struct orb_tcp orb_tcp_t;
 /* Open this rank's listener on the interface ORBIT_SOCKET_IFNAME selects (see sock.h) and
  * write its address into card (family, port, addr). */
 typedef struct {
-    void (*wake)(void *arg); /* data arrived or a slot freed: ring the doorbell */
+    void (*wake)(void *arg); /* data arrived or a slot freed: wake the executor */
     /* a peer reported an error for the job (mismatch, lost rank): keep it for the executor */
     void (*on_error)(void *arg, int from, orb_status_t st, const char *msg);
     void *arg;

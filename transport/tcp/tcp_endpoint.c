@@ -1,5 +1,5 @@
 /* The TCP transport as the communicator sees it: orb_tcp_* behind the endpoint ops table.
- * Data arriving or a slot freeing rings this rank's box; an error a remote peer reports goes
+ * Data arriving or a slot freeing wakes this rank through its box; an error a remote peer reports goes
  * into it, where the executor looks. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ typedef struct {
     const orb_card_t *cards;
 } tcp_ep_t;
 
-static void on_wake(void *arg) { orb_box_ring(((tcp_ep_t *)arg)->box); }
+static void on_wake(void *arg) { orb_box_wake(((tcp_ep_t *)arg)->box); }
 
 static void on_error(void *arg, int from, orb_status_t st, const char *msg)
 {

@@ -2,10 +2,10 @@
  *
  * Every pair of ranks on different hosts has one control socket (handshake, error notices)
  * and nchannels x nsocks data sockets. Data socket (ch, k) carries stripe k of channel ch in
- * both directions. Each (peer, channel, direction) FIFO is a ring of slots in local memory,
+ * both directions. Each (peer, channel, direction) FIFO is a circular buffer of slots in local memory,
  * like a shm FIFO: the executor fills send slots and takes receive slots through the same
- * ops. Bytes move between rings and sockets in two places: inline, on the executor's thread,
- * when it posts a slot or finds its receive ring empty (no thread hand-over on the latency
+ * ops. Bytes move between FIFOs and sockets in two places: inline, on the executor's thread,
+ * when it posts a slot or finds its receive FIFO empty (no thread hand-over on the latency
  * path), and on a progress thread that takes over whatever the executor left (a full socket
  * buffer, data arriving while the executor sleeps or computes, pending sends after a call
  * returned). A per-direction lock (try-only on both sides) keeps the two apart. */
@@ -34,7 +34,7 @@ typedef struct {
     char *slots;
     size_t stride;
     uint32_t nslots;
-} orb_tcp_ring_t;
+} orb_tcp_fifo_t;
 
 /* One socket and where it stands in its two streams. */
 typedef struct {
@@ -61,12 +61,12 @@ typedef struct {
 
 /* Both FIFOs of one (peer, channel) and the sockets that carry them. */
 struct orb_tcp_chan {
-    orb_tcp_ring_t tx, rx;
+    orb_tcp_fifo_t tx, rx;
     atomic_flag tx_lock, rx_lock;
     /* The thread found the lock held and moved on: the holder must kick it after unlocking. */
     _Atomic int skipped_tx, skipped_rx;
     _Atomic int rx_wait; /* rx stopped for want of a free slot: the release must kick */
-    /* The executor found the receive ring empty / the send ring full at its last look: if
+    /* The executor found the receive FIFO empty / the send FIFO full at its last look: if
      * the peer has left, that wait can never end. */
     _Atomic int want_rx, want_tx;
     orb_tcp_t *net;
@@ -135,7 +135,7 @@ void *orb_tcp_progress_main(void *arg);
 int orb_tcp_tx(orb_tcp_chan_t *ch, int *freed);
 int orb_tcp_rx(orb_tcp_chan_t *ch, int force, int *published);
 /* Work on ch that no socket event will announce: frames to write on a writable socket /
- * bytes known to be readable, or a staged frame, while its ring has room. Lock held. */
+ * bytes known to be readable, or a staged frame, while its FIFO has room. Lock held. */
 int orb_tcp_tx_pending(orb_tcp_chan_t *ch);
 int orb_tcp_rx_pending(orb_tcp_chan_t *ch);
 /* Peer i's sockets ended: stop using them and tell the executor. Without a goodbye before

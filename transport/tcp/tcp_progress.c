@@ -1,7 +1,7 @@
 /* The ops the executor calls (same contract as shm: never block) and the progress thread.
  *
  * The executor moves bytes itself where that saves a thread hand-over: a posted slot is
- * written at once, and an empty receive ring makes it read the channel's sockets. The
+ * written at once, and an empty receive FIFO makes it read the channel's sockets. The
  * progress thread sleeps in epoll_wait on every socket (edge-triggered) and takes over what
  * is left: frames that did not fit the socket buffer, data that arrives while the executor
  * sleeps or computes, error notices on the control sockets. The executor kicks it through
@@ -25,7 +25,7 @@
 
 /* ---- the ops table -------------------------------------------------------------------- */
 
-static orb_tcp_chan_t *chan_of(const orb_conn_t *c) { return ((const orb_tcp_ring_t *)c->wake)->chan; }
+static orb_tcp_chan_t *chan_of(const orb_conn_t *c) { return ((const orb_tcp_fifo_t *)c->wake)->chan; }
 
 void orb_tcp_kick(orb_tcp_t *net)
 {

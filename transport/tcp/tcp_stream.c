@@ -9,7 +9,7 @@
 
 #include "transport/tcp/tcp_impl.h"
 
-static orb_slot_hdr_t *slot_at(const orb_tcp_ring_t *r, uint64_t seq)
+static orb_slot_hdr_t *slot_at(const orb_tcp_fifo_t *r, uint64_t seq)
 {
     return (orb_slot_hdr_t *)(r->slots + (seq % r->nslots) * r->stride);
 }
@@ -21,7 +21,7 @@ static int peer_gone(const orb_tcp_chan_t *ch) { return atomic_load(&ch->net->pe
 /* Write what can be written of one stripe's frames. */
 static int tx_sock(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
 {
-    orb_tcp_ring_t *r = &ch->tx;
+    orb_tcp_fifo_t *r = &ch->tx;
     int moved = 0;
     for (;;) {
         if (!s->tx_busy) {
@@ -82,7 +82,7 @@ int orb_tcp_tx(orb_tcp_chan_t *ch, int *freed)
     int moved = 0;
     for (int k = 0; k < ch->nsocks; k++)
         moved |= tx_sock(ch, &ch->socks[k]);
-    /* The ring's tail: the first slot some stripe has not finished writing. */
+    /* The FIFO's tail: the first slot some stripe has not finished writing. */
     uint64_t tail = ch->socks[0].tx_seq;
     for (int k = 1; k < ch->nsocks; k++)
         if (ch->socks[k].tx_seq < tail)
@@ -140,7 +140,7 @@ static ssize_t sock_recv(orb_tcp_chan_t *ch, orb_tcp_sock_t *s, void *buf, size_
 /* Publish the receive slots that are complete, in order. */
 static int rx_publish(orb_tcp_chan_t *ch)
 {
-    orb_tcp_ring_t *r = &ch->rx;
+    orb_tcp_fifo_t *r = &ch->rx;
     uint64_t h0 = ch->rx_head;
     for (;;) {
         size_t i = ch->rx_head % r->nslots;
@@ -159,7 +159,7 @@ static int rx_publish(orb_tcp_chan_t *ch)
  * the payload can be read now, 0 if the slot is still in use, -1 on nonsense. */
 static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
 {
-    orb_tcp_ring_t *r = &ch->rx;
+    orb_tcp_fifo_t *r = &ch->rx;
     orb_tcp_frame_t f;
     memcpy(&f, s->stage + s->stage_pos, sizeof f);
     char why[192];
