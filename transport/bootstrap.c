@@ -126,7 +126,7 @@ static int take_listener(const uint8_t *secret)
 
 /* ---- wire checks ------------------------------------------------------------------------ */
 
-static int secret_equal(const uint8_t *a, const uint8_t *b)
+int orb_secret_equal(const uint8_t *a, const uint8_t *b)
 {
     uint8_t d = 0; /* constant time: no early exit that leaks how much matched */
     for (int i = 0; i < ORB_SECRET_BYTES; i++)
@@ -166,7 +166,7 @@ orb_status_t orb_boot_hello_check(const void *buf, size_t len, const uint8_t *se
         return ORB_ERR_PROTOCOL;
     }
     memcpy(&h, buf, sizeof h);
-    if (!secret_equal(h.secret, secret)) {
+    if (!orb_secret_equal(h.secret, secret)) {
         snprintf(why, whylen, "wrong secret (not from this job's unique id)");
         return ORB_ERR_PROTOCOL;
     }
@@ -451,7 +451,7 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
         char why[160] = "";
         st = tbl ? recv_msg(bs->root_fd, ORB_BOOT_TABLE, tbl, (uint32_t)tlen, deadline, why, sizeof why)
                  : ORB_ERR_NO_MEMORY;
-        if (st == ORB_OK && !secret_equal(tbl, bs->secret)) {
+        if (st == ORB_OK && !orb_secret_equal(tbl, bs->secret)) {
             snprintf(why, sizeof why, "rank 0 does not know the job's secret");
             st = ORB_ERR_PROTOCOL;
         }

@@ -51,6 +51,8 @@ typedef struct {
 
 orb_status_t orb_id_encode(orb_unique_id_t *id, const orb_sockaddr_t *addr, const uint8_t *secret);
 orb_status_t orb_id_decode(const orb_unique_id_t *id, orb_sockaddr_t *addr, uint8_t *secret);
+/* Whether two secrets are equal, in constant time (no early exit that leaks how much matched). */
+int orb_secret_equal(const uint8_t *a, const uint8_t *b);
 /* Fill buf with random bytes (getrandom). */
 orb_status_t orb_random_bytes(void *buf, size_t len);
 

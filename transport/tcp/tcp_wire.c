@@ -6,14 +6,6 @@
 #define STRIPE_MIN_BYTES (64u << 10)
 #define STRIPE_ALIGN 4096u
 
-int orb_tcp_secret_equal(const uint8_t *a, const uint8_t *b)
-{
-    uint8_t diff = 0;
-    for (int i = 0; i < ORB_SECRET_BYTES; i++)
-        diff |= (uint8_t)(a[i] ^ b[i]);
-    return diff == 0;
-}
-
 orb_status_t orb_tcp_hello_check(const orb_tcp_hello_t *h, const uint8_t *secret, int me, int nranks,
                                  int nchannels, uint32_t nslots, uint64_t slot_bytes, char *why, size_t whylen)
 {
@@ -21,7 +13,7 @@ orb_status_t orb_tcp_hello_check(const orb_tcp_hello_t *h, const uint8_t *secret
         snprintf(why, whylen, "not an orbit TCP hello (magic %08x, version %u)", h->magic, h->version);
         return ORB_ERR_PROTOCOL;
     }
-    if (!orb_tcp_secret_equal(h->secret, secret)) {
+    if (!orb_secret_equal(h->secret, secret)) {
         snprintf(why, whylen, "wrong secret (a rank of another job?)");
         return ORB_ERR_PROTOCOL;
     }

@@ -79,7 +79,5 @@ orb_status_t orb_tcp_frame_check(const orb_tcp_frame_t *f, uint64_t slot_bytes, 
  * payloads go whole on stripe 0; stripe 0 always carries a frame, the others only when
  * their part is not empty. */
 void orb_tcp_stripe(uint32_t nbytes, int nsocks, int k, uint32_t *off, uint32_t *len);
-/* Compare secrets without an early exit. */
-int orb_tcp_secret_equal(const uint8_t *a, const uint8_t *b);
 
 #endif
