@@ -152,9 +152,13 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     while (o->step[ch] < lane->nsteps && moved < 256) {
         const orb_step_t *s = &lane->steps[o->step[ch]];
         const int kind = s->kind;
-        const int recv = kind != ORB_STEP_SEND && kind != ORB_STEP_COPY;
-        const int send = kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND ||
-                         kind == ORB_STEP_RECV_COPY_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND;
+        const unsigned props = orb_step_props(kind); /* what the step does: kernels/step.h */
+        if (!props) {
+            snprintf(err, errlen, "rank %d: plan step of unknown kind %d", env->rank, kind);
+            return ORB_ERR_INTERNAL;
+        }
+        const int recv = (props & ORB_STEP_RECVS) != 0;
+        const int send = (props & ORB_STEP_SENDS) != 0;
         const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
         size_t done = o->done[ch];
         size_t n = s->count - done;
@@ -191,42 +195,21 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             return piece_mismatch(env, o, rh, n * esz, s->recv_peer, err, errlen);
 
         const char *src = NULL;
-        if (kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND ||
-            kind == ORB_STEP_RECV_REDUCE_COPY || kind == ORB_STEP_COPY)
+        if (props & ORB_STEP_READS_SRC)
             src = (const char *)(s->src_buf == ORB_BUF_INPUT ? o->in : o->out) + (s->src_off + done) * esz;
         char *dst = NULL;
-        if (kind != ORB_STEP_SEND && kind != ORB_STEP_RECV_REDUCE_SEND)
+        if (props & ORB_STEP_WRITES_DST)
             dst = (char *)o->out + (s->dst_off + done) * esz;
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
-
-        switch (kind) {
-        case ORB_STEP_SEND:
-            orb_kernel_copy(fwd, NULL, src, n, o->dtype, pd);
-            break;
-        case ORB_STEP_RECV:
-            orb_kernel_copy(dst, NULL, in, n, o->dtype, pd);
-            break;
-        case ORB_STEP_RECV_REDUCE_SEND:
-            orb_kernel_reduce(fwd, NULL, src, in, n, o->dtype, o->op, pd);
-            break;
-        case ORB_STEP_RECV_COPY_SEND:
-            orb_kernel_copy(dst, fwd, in, n, o->dtype, pd);
-            break;
-        case ORB_STEP_RECV_REDUCE_COPY_SEND:
-            orb_kernel_reduce(dst, fwd, src, in, n, o->dtype, o->op, pd);
-            break;
-        case ORB_STEP_RECV_REDUCE_COPY:
-            orb_kernel_reduce(dst, NULL, src, in, n, o->dtype, o->op, pd);
-            break;
-        case ORB_STEP_COPY:
-            if (dst != src || pd > 1)
-                orb_kernel_copy(dst, NULL, src, n, o->dtype, pd);
-            break;
-        default:
-            snprintf(err, errlen, "rank %d: plan step of unknown kind %d", env->rank, kind);
-            return ORB_ERR_INTERNAL;
-        }
+        /* The value goes to dst and/or the outgoing piece: first wherever it is written. */
+        void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
+        if (props & ORB_STEP_REDUCES)
+            orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
+        else if (in)
+            orb_kernel_copy(d1, d2, in, n, o->dtype, pd);
+        else if (d1 != src || pd > 1) /* a local copy onto itself moves nothing */
+            orb_kernel_copy(d1, d2, src, n, o->dtype, pd);
         if (sh) {
             *sh = o->sig;
             sh->nbytes = (uint32_t)(n * esz);

@@ -10,9 +10,6 @@ static const char *const coll_names[ORB_NUM_COLLS] = {
     "allreduce", "broadcast", "reduce", "gather", "allgather", "reduce_scatter", "send", "recv", "barrier",
 };
 static const char *const algo_names[ORB_NUM_ALGOS] = {"ring", "tree", "direct", "hier"};
-static const char *const step_names[ORB_NUM_STEP_KINDS] = {
-    "send", "recv", "recv-reduce-send", "recv-copy-send", "recv-reduce-copy-send", "recv-reduce-copy", "copy",
-};
 
 const char *orb_coll_name(orb_coll_t coll)
 {
@@ -22,11 +19,6 @@ const char *orb_coll_name(orb_coll_t coll)
 const char *orb_algo_name(orb_algo_t algo)
 {
     return ((unsigned)algo < ORB_NUM_ALGOS) ? algo_names[algo] : "unknown-algo";
-}
-
-const char *orb_step_kind_name(orb_step_kind_t kind)
-{
-    return ((unsigned)kind < ORB_NUM_STEP_KINDS) ? step_names[kind] : "unknown-step";
 }
 
 orb_status_t orb_lane_push(orb_lane_t *lane, const orb_step_t *step)

@@ -7,18 +7,7 @@
  * Buffers. A rank has an input buffer (the user's sendbuf) and an output buffer (the
  * user's recvbuf). Offsets and counts are in elements of the call's dtype.
  *
- * Step kinds ("in" = the data that arrives from recv_peer on this channel; "src" = the
- * buffer chosen by src_buf at src_off; "dst" = output at dst_off; op = the reduction):
- *   SEND                  src            -> send_peer
- *   RECV                  in             -> dst
- *   RECV_REDUCE_SEND      op(src, in)    -> send_peer
- *   RECV_COPY_SEND        in             -> dst and -> send_peer
- *   RECV_REDUCE_COPY_SEND op(src, in)    -> dst and -> send_peer
- *   RECV_REDUCE_COPY      op(src, in)    -> dst
- *   COPY                  src            -> dst   (a no-op when src and dst are the same memory)
- * With ORB_STEP_POSTOP in flags, the op's final transform (avg: divide by nranks) is applied
- * to the value before it is written or sent. It must be applied exactly once to every
- * final value, after the full reduction.
+ * Steps: kernels/step.h defines them and their exact meaning, for plans and executors alike.
  *
  * Transport. Every (sender, receiver, channel) triple is one FIFO of nslots slots of
  * slot_elems elements each. An executor moves a step's count elements in pieces of at most
@@ -33,9 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/step.h"
 #include "orbit.h"
-
-#define ORB_MAX_CHANNELS 8
 
 typedef enum {
     ORB_COLL_ALLREDUCE = 0,
@@ -68,34 +56,6 @@ typedef enum {
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
     ORB_NUM_ALGOS
 } orb_algo_t;
-
-typedef enum {
-    ORB_STEP_SEND = 0,
-    ORB_STEP_RECV,
-    ORB_STEP_RECV_REDUCE_SEND,
-    ORB_STEP_RECV_COPY_SEND,
-    ORB_STEP_RECV_REDUCE_COPY_SEND,
-    ORB_STEP_RECV_REDUCE_COPY,
-    ORB_STEP_COPY,
-    ORB_NUM_STEP_KINDS
-} orb_step_kind_t;
-
-typedef enum { ORB_BUF_INPUT = 0, ORB_BUF_OUTPUT = 1 } orb_buf_t;
-
-#define ORB_STEP_POSTOP 0x1u
-
-typedef struct {
-    uint8_t kind;    /* orb_step_kind_t */
-    uint8_t src_buf; /* orb_buf_t: which buffer src_off indexes */
-    uint8_t flags;   /* ORB_STEP_POSTOP */
-    uint8_t pad_;
-    int32_t send_peer; /* rank, or -1 when the step does not send */
-    int32_t recv_peer; /* rank, or -1 when the step does not receive */
-    uint32_t pad2_;
-    size_t src_off; /* elements */
-    size_t dst_off; /* elements */
-    size_t count;   /* elements */
-} orb_step_t;
 
 typedef struct {
     orb_step_t *steps;
@@ -178,7 +138,6 @@ static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
 
 const char *orb_coll_name(orb_coll_t coll);
 const char *orb_algo_name(orb_algo_t algo);
-const char *orb_step_kind_name(orb_step_kind_t kind);
 
 /* Helpers for algorithm files. */
 orb_status_t orb_lane_push(orb_lane_t *lane, const orb_step_t *step);

@@ -73,22 +73,12 @@ static orb_status_t no_memory(check_t *x)
     return x->st;
 }
 
-static int kind_sends(int k)
-{
-    return k == ORB_STEP_SEND || k == ORB_STEP_RECV_REDUCE_SEND || k == ORB_STEP_RECV_COPY_SEND ||
-           k == ORB_STEP_RECV_REDUCE_COPY_SEND;
-}
-static int kind_recvs(int k) { return k != ORB_STEP_SEND && k != ORB_STEP_COPY; }
-static int kind_reduces(int k)
-{
-    return k == ORB_STEP_RECV_REDUCE_SEND || k == ORB_STEP_RECV_REDUCE_COPY_SEND || k == ORB_STEP_RECV_REDUCE_COPY;
-}
-static int kind_reads_src(int k) { return k == ORB_STEP_SEND || k == ORB_STEP_COPY || kind_reduces(k); }
-static int kind_writes_dst(int k)
-{
-    return k == ORB_STEP_RECV || k == ORB_STEP_RECV_COPY_SEND || k == ORB_STEP_RECV_REDUCE_COPY_SEND ||
-           k == ORB_STEP_RECV_REDUCE_COPY || k == ORB_STEP_COPY;
-}
+/* What a step does, as the executors read it (kernels/step.h). */
+static int kind_sends(int k) { return (orb_step_props(k) & ORB_STEP_SENDS) != 0; }
+static int kind_recvs(int k) { return (orb_step_props(k) & ORB_STEP_RECVS) != 0; }
+static int kind_reduces(int k) { return (orb_step_props(k) & ORB_STEP_REDUCES) != 0; }
+static int kind_reads_src(int k) { return (orb_step_props(k) & ORB_STEP_READS_SRC) != 0; }
+static int kind_writes_dst(int k) { return (orb_step_props(k) & ORB_STEP_WRITES_DST) != 0; }
 
 static const char *buf_name(int b) { return b == ORB_BUF_INPUT ? "input" : "output"; }
 

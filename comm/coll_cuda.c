@@ -23,20 +23,6 @@
 #include "comm/cuda_hooks.h"
 #include "core/log.h"
 
-/* The kernels read the piece header through their own mirror of orb_slot_hdr_t. */
-#define SAME_FIELD(f) \
-    _Static_assert(offsetof(orb_slot_hdr_t, f) == offsetof(orb_cuda_hdr_t, f), "piece header field " #f)
-SAME_FIELD(seq);
-SAME_FIELD(count);
-SAME_FIELD(coll);
-SAME_FIELD(dtype);
-SAME_FIELD(op);
-SAME_FIELD(root);
-SAME_FIELD(nbytes);
-SAME_FIELD(step);
-SAME_FIELD(sender);
-_Static_assert(sizeof(orb_slot_hdr_t) == sizeof(orb_cuda_hdr_t), "piece header size");
-
 /* ---- device or host memory -------------------------------------------------------------------- */
 
 #ifdef ORB_CUDA_EMU

@@ -27,7 +27,6 @@ cudaError_t launch_typed(const orb_cuda_launch_t &L, int blocks, size_t smem, cu
 
 
 static_assert(sizeof(orb_cuda_launch_t) <= 4000, "the launch record is one kernel parameter (4 KiB)");
-static_assert(sizeof(orb_cuda_hdr_t) == 64, "piece header is 64 bytes");
 static_assert(sizeof(orb_cuda_ctrl_t) <= ORB_CUDA_CTRL_BYTES, "control page");
 
 extern "C" int orb_cuda_exec_blocks(const orb_cuda_launch_t *launch)

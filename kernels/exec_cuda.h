@@ -37,7 +37,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "collectives/plan.h"
+#include "kernels/piece.h"
+#include "kernels/step.h"
 #ifdef __cplusplus
 }
 #endif
@@ -54,20 +55,6 @@ extern "C" {
 
 enum { ORB_CUDA_PROTO_SIMPLE = 0, ORB_CUDA_PROTO_LL = 1, ORB_CUDA_NPROTOS = 2 };
 
-/* The piece header of transport.h (orb_slot_hdr_t) as device code sees it: the same layout
- * (coll_cuda.c checks it field by field), without the C11 atomics header that C++ lacks. */
-typedef struct {
-    uint64_t seq;
-    uint64_t count;
-    uint32_t coll;
-    uint32_t dtype;
-    uint32_t op;
-    int32_t root;
-    uint32_t nbytes;
-    uint32_t step;
-    int32_t sender;
-    uint32_t pad[5];
-} orb_cuda_hdr_t;
 
 /* One direction of one FIFO. fifo: nslots slots of the protocol's stride, in the receiver's
  * memory. done: nslots words in the sender's memory, done[s] = last position consumed + 1. */
@@ -98,8 +85,8 @@ typedef struct {
     uint32_t piece;
     uint32_t want_nbytes;
     int32_t proto;
-    orb_cuda_hdr_t want;
-    orb_cuda_hdr_t got;
+    orb_slot_hdr_t want;
+    orb_slot_hdr_t got;
 } orb_cuda_err_t;
 
 /* Start of each rank's host segment, mapped by the rank's peers too. abort_status != 0 makes
@@ -124,7 +111,7 @@ typedef struct {
     uint32_t lane_n[ORB_MAX_CHANNELS];
     const char *in;                        /* input buffer, device-accessible */
     char *out;                             /* output buffer (or scratch), device-accessible */
-    orb_cuda_hdr_t sig;                    /* signature every piece carries */
+    orb_slot_hdr_t sig;                    /* signature every piece carries */
     uint32_t esize;
     int32_t postdiv;                       /* POSTOP divisor (avg: nranks), else 0 */
     uint32_t piece_elems;                  /* elements per piece: slot payload / esize */

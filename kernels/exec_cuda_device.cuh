@@ -120,7 +120,7 @@ struct Lane {
     int opi, ch, proto;
     unsigned long long *spos, *rpos; /* shared [nranks]: next position per peer */
     int *err;                        /* shared: nonzero once the block fails */
-    orb_cuda_hdr_t *hdr;             /* shared: the incoming piece header */
+    orb_slot_hdr_t *hdr;             /* shared: the incoming piece header */
     uint32_t step, piece;
 };
 
@@ -134,7 +134,7 @@ struct Piece {
     bool handshake;
 };
 
-__device__ void hdr_store(volatile orb_cuda_hdr_t *d, const orb_cuda_hdr_t &s)
+__device__ void hdr_store(volatile orb_slot_hdr_t *d, const orb_slot_hdr_t &s)
 {
     const uint64_t *w = (const uint64_t *)&s;
     volatile uint64_t *o = (volatile uint64_t *)d;
@@ -142,9 +142,9 @@ __device__ void hdr_store(volatile orb_cuda_hdr_t *d, const orb_cuda_hdr_t &s)
         o[i] = w[i];
 }
 
-__device__ orb_cuda_hdr_t out_hdr(const Lane &ln, uint32_t nbytes)
+__device__ orb_slot_hdr_t out_hdr(const Lane &ln, uint32_t nbytes)
 {
-    orb_cuda_hdr_t h = ln.op->sig;
+    orb_slot_hdr_t h = ln.op->sig;
     h.nbytes = nbytes;
     h.step = ln.step;
     h.sender = ln.L->rank;
@@ -154,7 +154,7 @@ __device__ orb_cuda_hdr_t out_hdr(const Lane &ln, uint32_t nbytes)
 /* Record the rank's first failure in its control page and raise every rank's abort word,
  * so nobody waits for this lane any more. Called by one thread. */
 __device__ void raise_error(const Lane &ln, int status, int peer, int waiting, uint32_t want_nbytes,
-                            const orb_cuda_hdr_t *got)
+                            const orb_slot_hdr_t *got)
 {
     const orb_cuda_launch_t &L = *ln.L;
     atomicCAS(ln.err, 0, status);
@@ -211,7 +211,7 @@ struct Spin {
     }
 };
 
-__device__ bool sig_equal(const orb_cuda_hdr_t &a, const orb_cuda_hdr_t &b)
+__device__ bool sig_equal(const orb_slot_hdr_t &a, const orb_slot_hdr_t &b)
 {
     return a.seq == b.seq && a.count == b.count && a.coll == b.coll && a.dtype == b.dtype && a.op == b.op &&
            a.root == b.root;
@@ -220,7 +220,7 @@ __device__ bool sig_equal(const orb_cuda_hdr_t &a, const orb_cuda_hdr_t &b)
 /* Thread 0, once the incoming header is in ln.hdr: does it belong to this piece? */
 __device__ void check_header(const Lane &ln, const Piece &pc, uint32_t nbytes)
 {
-    const orb_cuda_hdr_t &got = *ln.hdr;
+    const orb_slot_hdr_t &got = *ln.hdr;
     bool sig = (ln.L->check_signatures || pc.handshake) && !sig_equal(got, ln.op->sig);
     if (got.nbytes != nbytes || sig)
         raise_error(ln, ORB_ERR_MISMATCH, pc.recv_peer, ORB_CUDA_WAIT_NONE, nbytes, &got);
@@ -240,11 +240,10 @@ __device__ __noinline__ void copy_elems(char *d1, char *d2, const char *a, uint3
     }
 }
 
-__device__ bool reduces(int kind)
-{
-    return kind == ORB_STEP_RECV_REDUCE_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND ||
-           kind == ORB_STEP_RECV_REDUCE_COPY;
-}
+/* What a step does comes from kernels/step.h, as for the CPU executor and the checker. */
+__device__ bool reduces(int kind) { return (orb_step_props(kind) & ORB_STEP_REDUCES) != 0; }
+/* A step that neither receives nor sends: no FIFO, no protocol, no pieces. */
+__device__ bool local(int kind) { return (orb_step_props(kind) & (ORB_STEP_RECVS | ORB_STEP_SENDS)) == 0; }
 
 template <typename T, typename Op>
 __device__ __noinline__ void reduce_typed(char *d1, char *d2, const char *a, const char *b, uint32_t n, int pd)
@@ -261,7 +260,7 @@ __device__ void move_simple(const Lane &ln, const Piece &pc, const char *in, cha
     const char *b = red ? in : nullptr;
     char *d1 = pc.dst ? pc.dst : fwd;
     char *d2 = pc.dst ? fwd : nullptr;
-    if (pc.n == 0 || (pc.kind == ORB_STEP_COPY && d1 == a && pc.pd <= 1))
+    if (pc.n == 0 || (local(pc.kind) && d1 == a && pc.pd <= 1))
         return;
     if (b == nullptr && pc.pd <= 1) {
         copy_elems(d1, d2, a, pc.n, ln.op->esize);
@@ -374,7 +373,7 @@ __device__ void piece_simple(const Lane &ln, const Piece &pc)
     if (threadIdx.x == 0 && (recv || send)) {
         int st = 0;
         if (recv) {
-            const uint64_t *ready = (const uint64_t *)(rslot + sizeof(orb_cuda_hdr_t));
+            const uint64_t *ready = (const uint64_t *)(rslot + sizeof(orb_slot_hdr_t));
             Spin sp;
             while (ld_acquire(ready) != rq + 1 && !(st = sp.check(ln))) {
             }
@@ -383,7 +382,7 @@ __device__ void piece_simple(const Lane &ln, const Piece &pc)
             } else if (st) {
                 atomicCAS(ln.err, 0, st);
             } else {
-                *ln.hdr = *(const orb_cuda_hdr_t *)rslot;
+                *ln.hdr = *(const orb_slot_hdr_t *)rslot;
                 check_header(ln, pc, nbytes);
             }
         }
@@ -397,9 +396,9 @@ __device__ void piece_simple(const Lane &ln, const Piece &pc)
     __syncthreads();
     if (threadIdx.x == 0) {
         if (send) {
-            *(orb_cuda_hdr_t *)sslot = out_hdr(ln, nbytes);
+            *(orb_slot_hdr_t *)sslot = out_hdr(ln, nbytes);
             __threadfence_system(); /* payload and header before the ready word */
-            st_release((uint64_t *)(sslot + sizeof(orb_cuda_hdr_t)), sq + 1);
+            st_release((uint64_t *)(sslot + sizeof(orb_slot_hdr_t)), sq + 1);
             ln.spos[pc.send_peer] = sq + 1;
         }
         if (recv) {
@@ -460,7 +459,7 @@ __device__ void piece_ll(const Lane &ln, const Piece &pc)
         return;
 
     if (send && t < ORB_CUDA_LL_HDR_LINES) {
-        const orb_cuda_hdr_t h = out_hdr(ln, nbytes);
+        const orb_slot_hdr_t h = out_hdr(ln, nbytes);
         uint64_t w;
         memcpy(&w, (const char *)&h + 8 * t, 8);
         ll_store(sline + t * ORB_CUDA_LL_LINE, w, sflag);
@@ -483,7 +482,7 @@ __device__ void piece_ll(const Lane &ln, const Piece &pc)
                 r = line_op<T, Op>(a, in, red, pc.pd, part);
             }
         }
-        if (pc.dst && !(pc.kind == ORB_STEP_COPY && pc.dst == pc.src && pc.pd <= 1))
+        if (pc.dst && !(local(pc.kind) && pc.dst == pc.src && pc.pd <= 1))
             store_part(pc.dst + off, r, part, esz);
         if (send)
             ll_store(sline + (ORB_CUDA_LL_HDR_LINES + l) * ORB_CUDA_LL_LINE, r, sflag);
@@ -506,7 +505,7 @@ __device__ void piece_ll(const Lane &ln, const Piece &pc)
 template <typename T, typename Op>
 __device__ void run_piece(const Lane &ln, const Piece &pc)
 {
-    if (pc.kind == ORB_STEP_COPY) { /* local: no FIFO, no protocol */
+    if (local(pc.kind)) { /* no FIFO, no protocol */
         move_simple<T, Op>(ln, pc, nullptr, nullptr);
         __syncthreads();
     } else if (ln.proto == ORB_CUDA_PROTO_LL) {
@@ -537,14 +536,14 @@ __device__ void run_lane(Lane &ln)
     for (uint32_t s = 0; s < op.lane_n[ln.ch]; s++) {
         const orb_step_t st = steps[s];
         const int kind = st.kind;
-        const bool has_src = kind == ORB_STEP_SEND || reduces(kind) || kind == ORB_STEP_COPY;
-        const bool has_dst = kind != ORB_STEP_SEND && kind != ORB_STEP_RECV_REDUCE_SEND;
-        const bool recv = kind != ORB_STEP_SEND && kind != ORB_STEP_COPY;
-        const bool send = kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND ||
-                          kind == ORB_STEP_RECV_COPY_SEND || kind == ORB_STEP_RECV_REDUCE_COPY_SEND;
+        const unsigned props = orb_step_props(kind);
+        const bool has_src = (props & ORB_STEP_READS_SRC) != 0;
+        const bool has_dst = (props & ORB_STEP_WRITES_DST) != 0;
+        const bool recv = (props & ORB_STEP_RECVS) != 0;
+        const bool send = (props & ORB_STEP_SENDS) != 0;
         const int peer_bad = (recv && (st.recv_peer < 0 || st.recv_peer >= ln.L->nranks || st.recv_peer == ln.L->rank)) ||
                              (send && (st.send_peer < 0 || st.send_peer >= ln.L->nranks || st.send_peer == ln.L->rank));
-        if (peer_bad || kind >= ORB_NUM_STEP_KINDS) {
+        if (peer_bad || props == 0) {
             if (threadIdx.x == 0)
                 raise_error(ln, ORB_ERR_INTERNAL, -1, ORB_CUDA_WAIT_NONE, 0, nullptr);
             __syncthreads();
@@ -555,7 +554,7 @@ __device__ void run_lane(Lane &ln)
         const char *srcbuf = st.src_buf == ORB_BUF_INPUT ? op.in : op.out;
         for (size_t done = 0; done < st.count; ln.piece++) {
             size_t n = st.count - done;
-            if (kind != ORB_STEP_COPY && n > op.piece_elems)
+            if (!local(kind) && n > op.piece_elems)
                 n = op.piece_elems;
             Piece pc;
             pc.kind = kind;
@@ -586,14 +585,13 @@ __device__ void add_earlier_ops(const orb_cuda_launch_t &L, int opi, int ch, int
             continue;
         const orb_step_t *st = o.steps + o.lane_off[ch];
         for (uint32_t k = threadIdx.x; k < o.lane_n[ch]; k += NT) {
-            if (st[k].kind == ORB_STEP_COPY)
+            if (local(st[k].kind))
                 continue;
             unsigned long long pieces = (st[k].count + o.piece_elems - 1) / o.piece_elems;
-            const int kind = st[k].kind;
-            if (kind != ORB_STEP_SEND)
+            const unsigned props = orb_step_props(st[k].kind);
+            if (props & ORB_STEP_RECVS)
                 atomicAdd(&rpos[st[k].recv_peer], pieces);
-            if (kind == ORB_STEP_SEND || kind == ORB_STEP_RECV_REDUCE_SEND || kind == ORB_STEP_RECV_COPY_SEND ||
-                kind == ORB_STEP_RECV_REDUCE_COPY_SEND)
+            if (props & ORB_STEP_SENDS)
                 atomicAdd(&spos[st[k].send_peer], pieces);
         }
         if (ch == 0 && o.sync_next >= 0 && threadIdx.x == 0) {
@@ -608,7 +606,7 @@ __global__ void __launch_bounds__(NT, 1) exec_kernel(const __grid_constant__ orb
 {
     ORB_CUDA_DYNAMIC_SHARED(unsigned long long, s_pos); /* spos, rpos, and both at the start */
     __shared__ int s_err, s_last;
-    __shared__ orb_cuda_hdr_t s_hdr;
+    __shared__ orb_slot_hdr_t s_hdr;
 
     int b = blockIdx.x, opi = 0;
     while (opi < L.nops - 1 && b >= L.ops[opi].nlanes) {

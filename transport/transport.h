@@ -10,23 +10,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "kernels/piece.h"
 #include "orbit.h"
-
-/* Every piece carries the call's signature so a receiver can tell a mismatched call. */
-typedef struct {
-    uint64_t seq;   /* per-communicator call number */
-    uint64_t count; /* the count the user passed */
-    uint32_t coll;
-    uint32_t dtype;
-    uint32_t op;
-    int32_t root;
-    uint32_t nbytes; /* payload bytes of this piece */
-    uint32_t step;   /* step index in the sender's lane (diagnostics) */
-    int32_t sender;
-    uint32_t pad[5];
-} orb_slot_hdr_t;
-
-_Static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");
 
 typedef struct orb_conn orb_conn_t;
 
