@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "transport/segment.h"
+
 #define BOX_MAGIC 0x4f52424fu /* "ORBO" */
 #define BOX_VERSION 1
 #define BOX_BYTES 4096
@@ -95,20 +97,11 @@ orb_status_t orb_box_create(orb_box_t **out, const char *name, int rank, int nra
 
 orb_status_t orb_box_attach(orb_box_t **out, const char *name, int peer, int nranks, char *err, size_t errlen)
 {
+    void *p;
+    orb_status_t st = orb_segment_map_peer(name, peer, BOX_BYTES, &p, err, errlen);
     *out = NULL;
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open rank %d's shared memory %s: %s (if the ranks are on different "
-                              "hosts that look alike, give each host its own ORBIT_HOSTID)",
-                 peer, name, strerror(errno));
-        return ORB_ERR_SYSTEM;
-    }
-    void *p = mmap(NULL, BOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map rank %d's shared memory: %s", peer, strerror(errno));
-        return ORB_ERR_NO_MEMORY;
-    }
+    if (st != ORB_OK)
+        return st;
     orb_box_t *b = p;
     if (b->magic != BOX_MAGIC || b->version != BOX_VERSION || b->rank != peer || b->nranks != nranks) {
         snprintf(err, errlen, "rank %d's shared memory %s is not what it should be (another job with the same secret?)",
