@@ -7,13 +7,25 @@
 #include "algos.h"
 
 static const char *const coll_names[ORB_NUM_COLLS] = {
-    "allreduce", "broadcast", "reduce", "gather", "allgather", "reduce_scatter", "send", "recv", "barrier",
+#define COLL_NAME_(id, name, props) name,
+    ORB_COLL_MAP(COLL_NAME_)
+#undef COLL_NAME_
+};
+static const char *const coll_fn_names[ORB_NUM_COLLS] = {
+#define COLL_FN_NAME_(id, name, props) "orb_" name,
+    ORB_COLL_MAP(COLL_FN_NAME_)
+#undef COLL_FN_NAME_
 };
 static const char *const algo_names[ORB_NUM_ALGOS] = {"ring", "tree", "direct", "hier"};
 
 const char *orb_coll_name(orb_coll_t coll)
 {
     return ((unsigned)coll < ORB_NUM_COLLS) ? coll_names[coll] : "unknown-collective";
+}
+
+const char *orb_coll_fn_name(orb_coll_t coll)
+{
+    return ((unsigned)coll < ORB_NUM_COLLS) ? coll_fn_names[coll] : "orb_collective";
 }
 
 const char *orb_algo_name(orb_algo_t algo)

@@ -25,29 +25,41 @@
 #include "kernels/step.h"
 #include "orbit.h"
 
+/* What a collective is. */
+#define ORB_COLL_ROOTED 0x1u  /* has a root rank */
+#define ORB_COLL_P2P 0x2u     /* has a peer instead (send, recv) */
+#define ORB_COLL_REDUCES 0x4u /* an op applies */
+
+/* X(ID, name, properties): every collective, once, in the order of its value. The public
+ * function is "orb_" name. */
+#define ORB_COLL_MAP(X)                                        \
+    X(ALLREDUCE, "allreduce", ORB_COLL_REDUCES)                \
+    X(BROADCAST, "broadcast", ORB_COLL_ROOTED)                 \
+    X(REDUCE, "reduce", ORB_COLL_ROOTED | ORB_COLL_REDUCES)    \
+    X(GATHER, "gather", ORB_COLL_ROOTED)                       \
+    X(ALLGATHER, "allgather", 0)                               \
+    X(REDUCE_SCATTER, "reduce_scatter", ORB_COLL_REDUCES)      \
+    X(SEND, "send", ORB_COLL_P2P)                              \
+    X(RECV, "recv", ORB_COLL_P2P)                              \
+    X(BARRIER, "barrier", 0)
+
 typedef enum {
-    ORB_COLL_ALLREDUCE = 0,
-    ORB_COLL_BROADCAST,
-    ORB_COLL_REDUCE,
-    ORB_COLL_GATHER,
-    ORB_COLL_ALLGATHER,
-    ORB_COLL_REDUCE_SCATTER,
-    ORB_COLL_SEND,
-    ORB_COLL_RECV,
-    ORB_COLL_BARRIER,
-    ORB_NUM_COLLS
+#define ORB_COLL_ENUM_(id, name, props) ORB_COLL_##id,
+    ORB_COLL_MAP(ORB_COLL_ENUM_)
+#undef ORB_COLL_ENUM_
+        ORB_NUM_COLLS
 } orb_coll_t;
 
-/* Rooted (a root rank), point to point (a peer), reducing (an op applies). */
-static inline int orb_coll_rooted(orb_coll_t c)
+/* The properties of c; 0 for a value that is no collective. */
+static inline unsigned orb_coll_props(orb_coll_t c)
 {
-    return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER;
+#define ORB_COLL_PROPS_(id, name, props) c == ORB_COLL_##id ? (unsigned)(props):
+    return ORB_COLL_MAP(ORB_COLL_PROPS_) 0u;
+#undef ORB_COLL_PROPS_
 }
-static inline int orb_coll_p2p(orb_coll_t c) { return c == ORB_COLL_SEND || c == ORB_COLL_RECV; }
-static inline int orb_coll_reduces(orb_coll_t c)
-{
-    return c == ORB_COLL_ALLREDUCE || c == ORB_COLL_REDUCE || c == ORB_COLL_REDUCE_SCATTER;
-}
+static inline int orb_coll_rooted(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_ROOTED) != 0; }
+static inline int orb_coll_p2p(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_P2P) != 0; }
+static inline int orb_coll_reduces(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_REDUCES) != 0; }
 
 typedef enum {
     ORB_ALGO_RING = 0, /* ring, or a pipelined chain along the ring for rooted collectives */
@@ -136,7 +148,8 @@ static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
     return cyclic ? 2 : 1;
 }
 
-const char *orb_coll_name(orb_coll_t coll);
+const char *orb_coll_name(orb_coll_t coll);    /* "allreduce" */
+const char *orb_coll_fn_name(orb_coll_t coll); /* "orb_allreduce", for messages */
 const char *orb_algo_name(orb_algo_t algo);
 
 /* Helpers for algorithm files. */

@@ -19,8 +19,7 @@
 
 orb_link_cost_t orb_tuner_shm_link(void)
 {
-    orb_link_cost_t l = {ORB_TUNER_SHM_ALPHA_US, ORB_TUNER_SHM_BETA_GBPS};
-    return l;
+    return orb_shm_transport.link;
 }
 
 static double ceil_div(double a, double b) { return a <= 0 ? 0 : ceil(a / b); }

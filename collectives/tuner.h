@@ -11,16 +11,6 @@
 
 /* orb_link_cost_t (alpha, beta of one link class) comes from the transports (endpoint.h). */
 
-/* Shared memory between processes on one host. Defaults to be replaced by measurements
- * (bench/ on the target machine): a slot hand-over between cores costs about a cache-line
- * round trip plus polling, a few hundred ns to ~2 us; a copy through a shared slot runs at
- * a fraction of memcpy speed since every byte is written once and read once more. */
-#define ORB_TUNER_SHM_ALPHA_US 1.5
-#define ORB_TUNER_SHM_BETA_GBPS 8.0
-/* One TCP connection between hosts: defaults for a 10-25 GbE class link until measured. */
-#define ORB_TUNER_TCP_ALPHA_US 25.0
-#define ORB_TUNER_TCP_BETA_GBPS 1.2
-
 typedef struct {
     orb_algo_t algo;
     size_t chunk_elems; /* 1 .. slot_bytes / elem_size */
@@ -29,7 +19,8 @@ typedef struct {
     char reason[160];   /* one line: what won and why, or which override applied */
 } orb_tuner_choice_t;
 
-/* The link cost of shared memory with the defaults above. */
+/* What a link costs when the caller names none: shared memory's, as its transport offers it
+ * (orb_shm_transport.link). */
 orb_link_cost_t orb_tuner_shm_link(void);
 
 /* Ranks spread over several hosts: what the hierarchical all-reduce (ORB_ALGO_HIER) needs

@@ -5,15 +5,6 @@
 
 #include "comm/comm_impl.h"
 
-const char *orb_call_fn_name(orb_coll_t coll)
-{
-    static const char *const names[ORB_NUM_COLLS] = {
-        "orb_allreduce", "orb_broadcast", "orb_reduce", "orb_gather", "orb_allgather", "orb_reduce_scatter",
-        "orb_send",      "orb_recv",      "orb_barrier",
-    };
-    return (unsigned)coll < ORB_NUM_COLLS ? names[coll] : "orb_collective";
-}
-
 static int overlap(const void *a, size_t alen, const void *b, size_t blen)
 {
     const char *x = a, *y = b;
@@ -22,7 +13,7 @@ static int overlap(const void *a, size_t alen, const void *b, size_t blen)
 
 orb_status_t orb_call_validate(struct orb_comm *c, const orb_call_t *k, size_t *in_count, size_t *out_count)
 {
-    const char *fn = orb_call_fn_name(k->coll);
+    const char *fn = orb_coll_fn_name(k->coll);
     const int r = c->rank;
     if ((unsigned)k->coll >= ORB_NUM_COLLS)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: coll=%d is not a collective", fn, r, (int)k->coll);

@@ -1,16 +1,15 @@
-/* One collective call's arguments, shared by the host path (coll_api.c) and the device path
- * (coll_cuda.c): the name used in messages, the argument checks, and the signature its
- * pieces carry. */
+/* One collective call: its arguments, their checks, the signature its pieces carry, and the
+ * call as the front end (coll_front.c) hands it to an executor, host (coll_host.c) or device
+ * (coll_cuda.c). */
 #ifndef ORB_COMM_COLL_CALL_H
 #define ORB_COMM_COLL_CALL_H
 
 #include <stddef.h>
 
 #include "collectives/plan.h"
+#include "comm/comm_impl.h"
 #include "orbit.h"
 #include "transport/transport.h"
-
-struct orb_comm;
 
 typedef struct {
     orb_coll_t coll;
@@ -22,8 +21,22 @@ typedef struct {
     int root; /* or peer */
 } orb_call_t;
 
-/* "orb_allreduce", ... for messages. */
-const char *orb_call_fn_name(orb_coll_t coll);
+/* A call the front end has checked, planned and signed, ready for an executor. */
+typedef struct {
+    struct orb_comm *comm;
+    orb_call_t a;
+    orb_stream_t stream;
+    int device;                  /* device buffers or a stream: the device executor runs it */
+    size_t in_count, out_count;  /* elements of sendbuf / recvbuf it touches */
+    const void *in;              /* the buffers as its executor reaches them (the device */
+    void *out;                   /* executor puts its views of device memory here) */
+    orb_call_key_t key;
+    const orb_plan_t *plan;      /* the plan cache's, or a group's own copy */
+    const char *reason;          /* the tuner's word on the plan */
+    double predicted_us;
+    orb_slot_hdr_t sig;          /* seq, count, coll, dtype, op, root */
+    int sync_next, sync_prev;    /* signature handshake neighbours, or -1 */
+} orb_prepared_t;
 
 /* Check every argument of k on this rank and give the elements of sendbuf / recvbuf it may
  * touch; on failure the communicator's last error names the argument, the rank and the fix. */
@@ -35,5 +48,12 @@ orb_status_t orb_call_validate(struct orb_comm *c, const orb_call_t *k, size_t *
  * (-1, -1 otherwise). */
 void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t *sig, int *sync_next,
                         int *sync_prev);
+
+/* The public entry points' one way in (coll_front.c): check, plan, sign, then run the call
+ * or, inside orb_group_start/end, queue it. */
+orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream);
+
+/* The host executor (coll_host.c): run calls p[0..n) of one communicator together. */
+orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n);
 
 #endif

@@ -1,10 +1,10 @@
-/* Device buffers: collectives enqueued on the caller's CUDA stream (coll_cuda.h).
- *
- * A call validates its arguments, resolves the buffers to device-accessible pointers, takes the
- * host plan (the same plans the CPU executor runs) and its device copy, and launches one
- * kernel: nothing waits on the host, so calls can be captured in a CUDA graph. With a NULL
- * stream the call runs on the communicator's own stream and returns when it is done. Kernels
- * report failures through the control page, which the next call reads (cuda_comm.c). */
+/* Device buffers: the device executor's side of a call (coll_cuda.h). The front end
+ * (coll_front.c) has checked, planned and signed it; here its buffers become device-accessible
+ * pointers, the host plan (the same plans the CPU executor runs) gets its device copy, and
+ * one kernel runs the calls of one communicator: nothing waits on the host, so calls can be
+ * captured in a CUDA graph. With a NULL stream the call runs on the communicator's own stream
+ * and returns when it is done. Kernels report failures through the control page, which the
+ * next call reads (cuda_comm.c). */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -22,6 +22,7 @@
 #include "comm/cuda_comm.h"
 #include "comm/cuda_hooks.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* ---- device or host memory -------------------------------------------------------------------- */
 
@@ -97,31 +98,16 @@ int orb_cuda_is_device_ptr(const void *p)
 }
 #endif
 
-/* ---- one call --------------------------------------------------------------------------------- */
-
-typedef struct {
-    orb_call_t a; /* the arguments, as the host path has them */
-    struct orb_comm *c;
-    orb_stream_t stream;
-} dcall_t;
-
-/* The host path's checks (coll_call.c); a barrier never takes this path. */
-static orb_status_t validate(struct orb_comm *c, const dcall_t *k, size_t *in_count, size_t *out_count)
-{
-    if (k->a.coll == ORB_COLL_BARRIER)
-        return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "orb_barrier: rank %d: not a collective of the device path",
-                             c->rank);
-    return orb_call_validate(c, &k->a, in_count, out_count);
-}
+/* ---- admitting calls: setup and device views ------------------------------------------------ */
 
 /* The pointer the kernels use for a user buffer: device memory of the communicator's GPU,
  * managed memory, or mapped pinned host memory. */
-static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, const char *which,
-                                const void *p, const char **out)
+static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, const orb_prepared_t *p,
+                                const char *which, const void *ptr, const char **out)
 {
-    const char *fn = orb_call_fn_name(k->a.coll);
+    const char *fn = orb_coll_fn_name(p->a.coll);
     struct cudaPointerAttributes a;
-    cudaError_t rc = cudaPointerGetAttributes(&a, p);
+    cudaError_t rc = cudaPointerGetAttributes(&a, ptr);
     if (rc != cudaSuccess) {
         (void)cudaGetLastError();
         a.type = cudaMemoryTypeUnregistered;
@@ -133,18 +119,18 @@ static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, co
             return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
                                  "%s: rank %d: %s %p is memory of GPU %d, but this communicator runs on GPU %d "
                                  "(cudaSetDevice before allocating, or bind the communicator to GPU %d)",
-                                 fn, c->rank, which, p, a.device, s->device, a.device);
-        d = p;
+                                 fn, c->rank, which, ptr, a.device, s->device, a.device);
+        d = ptr;
         break;
     case cudaMemoryTypeManaged:
-        d = p;
+        d = ptr;
         break;
     case cudaMemoryTypeHost:
         if (!a.devicePointer)
             return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
                                  "%s: rank %d: %s %p is pinned host memory without a device mapping "
                                  "(cudaHostAllocMapped / cudaHostRegisterMapped)",
-                                 fn, c->rank, which, p);
+                                 fn, c->rank, which, ptr);
         d = a.devicePointer;
         break;
     default:
@@ -152,98 +138,21 @@ static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, co
                              "%s: rank %d: %s %p is neither device memory nor pinned host memory (pageable host "
                              "memory, or a buffer already freed): pass cudaMalloc'd buffers with a stream, or host "
                              "buffers with a NULL stream",
-                             fn, c->rank, which, p);
+                             fn, c->rank, which, ptr);
     }
-    if ((uintptr_t)d % orb_dtype_size(k->a.dtype) != 0)
+    if ((uintptr_t)d % orb_dtype_size(p->a.dtype) != 0)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s %p is not aligned to its %s elements", fn,
-                             c->rank, which, p, orb_dtype_name(k->a.dtype));
+                             c->rank, which, ptr, orb_dtype_name(p->a.dtype));
     *out = d;
     return ORB_OK;
 }
 
-static int proto_for(size_t bytes)
-{
-    const char *e = getenv("ORBIT_CUDA_PROTO"); /* must match on every rank, like ORBIT_ALGO */
-    if (e && !strcasecmp(e, "ll"))
-        return ORB_CUDA_PROTO_LL;
-    if (e && !strcasecmp(e, "simple"))
-        return ORB_CUDA_PROTO_SIMPLE;
-    return bytes <= ORB_CUDA_LL_MAX_BYTES ? ORB_CUDA_PROTO_LL : ORB_CUDA_PROTO_SIMPLE;
-}
-
-/* Fill op for call k; *scratch_need: bytes of output room a non-root needs (0: none). */
-static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int pin,
-                            orb_cuda_op_t *op, size_t *scratch_need)
-{
-    const char *fn = orb_call_fn_name(k->a.coll);
-    size_t in_count, out_count;
-    orb_status_t st = validate(c, k, &in_count, &out_count);
-    if (st != ORB_OK)
-        return st;
-    const size_t esz = orb_dtype_size(k->a.dtype);
-    const char *in = NULL, *out = NULL;
-    if (in_count && (st = device_view(c, s, k, k->a.coll == ORB_COLL_SEND ? "buf" : "sendbuf", k->a.sendbuf, &in)) != ORB_OK)
-        return st;
-    if (out_count && (st = device_view(c, s, k, k->a.coll == ORB_COLL_RECV ? "buf" : "recvbuf", k->a.recvbuf, &out)) != ORB_OK)
-        return st;
-
-    orb_call_key_t key = {k->a.coll, k->a.count, esz, k->a.root, k->a.op};
-    const orb_plan_cache_entry_t *entry;
-    char why[512] = "";
-    st = orb_comm_plan(c, &key, &entry, why, sizeof why);
-    if (st != ORB_OK)
-        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, why);
-    const orb_plan_t *plan = &entry->plan;
-    const orb_cuda_dplan_t *dp;
-    st = orb_cuda_state_plan(s, &key, plan, pin, &dp, why, sizeof why);
-    if (st != ORB_OK)
-        return orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, why);
-
-    memset(op, 0, sizeof *op);
-    op->steps = dp->steps;
-    memcpy(op->lane_off, dp->lane_off, sizeof op->lane_off);
-    memcpy(op->lane_n, dp->lane_n, sizeof op->lane_n);
-    op->in = in;
-    op->out = (char *)out;
-    op->esize = (uint32_t)esz;
-    op->postdiv = k->a.op == ORB_AVG && orb_coll_reduces(k->a.coll) ? c->nranks : 0;
-    int proto = proto_for(k->a.count * esz);
-    if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(k->a.coll, plan->args.algo) > 1) {
-        /* A ring needs one slot more than the pieces of a step (plan.h): LL's small slots cut
-         * a big chunk into too many pieces for the FIFO, and the ring would stall. */
-        size_t per = ORB_CUDA_LL_SLOT_BYTES / esz;
-        if ((plan->args.chunk_elems + per - 1) / per + 1 > c->nslots)
-            proto = ORB_CUDA_PROTO_SIMPLE;
-    }
-    op->proto = (uint8_t)proto;
-    op->piece_elems = (uint32_t)(orb_cuda_slot_payload(op->proto, s->stride[op->proto]) / esz);
-    op->nlanes = (uint8_t)plan->nlanes;
-    op->typed = (uint8_t)orb_coll_reduces(k->a.coll);
-    orb_slot_hdr_t sig = {0};
-    int sync_next, sync_prev;
-    orb_call_signature(c, &k->a, &sig, &sync_next, &sync_prev);
-    memcpy(&op->sig, &sig, sizeof op->sig); /* the same layout, checked field by field above */
-    op->sync_next = sync_next;
-    op->sync_prev = sync_prev;
-    size_t nsteps = 0;
-    for (int ch = 0; ch < plan->nlanes; ch++)
-        nsteps += plan->lanes[ch].nsteps;
-    if (nsteps == 0 && op->sync_next < 0)
-        op->nlanes = 0; /* nothing to move: no blocks */
-    *scratch_need = orb_plan_out_is_scratch(plan) ? plan->out_count * esz : 0;
-    ORB_INFO("%s #%llu count %zu %s on the device: %s, chunk %zu elements, %d channel%s, %s protocol (%s)", fn,
-             (unsigned long long)op->sig.seq, k->a.count, orb_dtype_name(k->a.dtype), orb_algo_name(plan->args.algo),
-             plan->args.chunk_elems, plan->nlanes, plan->nlanes > 1 ? "s" : "",
-             op->proto == ORB_CUDA_PROTO_LL ? "LL" : "simple", entry->reason);
-    return ORB_OK;
-}
-
-/* The device of the first device buffer among the calls, -1 if none. */
-static int buffer_device(const dcall_t *k, int n)
+/* The device of the first device buffer among c's calls in p[0..n), -1 if none. */
+static int buffer_device(struct orb_comm *c, const orb_prepared_t *p, int n)
 {
     for (int i = 0; i < n; i++) {
-        const void *bufs[2] = {k[i].a.sendbuf, k[i].a.recvbuf};
-        for (int j = 0; j < 2; j++) {
+        const void *bufs[2] = {p[i].a.sendbuf, p[i].a.recvbuf};
+        for (int j = 0; j < 2 && p[i].comm == c; j++) {
             struct cudaPointerAttributes a;
             if (!bufs[j])
                 continue;
@@ -258,19 +167,165 @@ static int buffer_device(const dcall_t *k, int n)
     return -1;
 }
 
-static orb_status_t ensure_setup(struct orb_comm *c, struct orb_cuda_state *s, const dcall_t *k, int n)
+static orb_status_t ensure_setup(struct orb_comm *c, const orb_prepared_t *p, int n)
 {
+    struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
+    if (!s)
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for the device path's state",
+                             orb_coll_fn_name(p[0].a.coll), c->rank);
     if (s->ready)
         return ORB_OK;
-    char err[1024];
+    char err[ORB_ERRMSG_BYTES / 2];
     int d;
-    orb_status_t st = orb_cuda_state_pick_device(s, buffer_device(k, n), &d, err, sizeof err);
+    orb_status_t st = orb_cuda_state_pick_device(s, buffer_device(c, p, n), &d, err, sizeof err);
     if (st == ORB_OK)
         st = orb_cuda_state_setup(c, s, d, err, sizeof err);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: a stream or device buffers ask for the device path, but %s "
                                     "(host buffers take a NULL stream)",
-                             orb_call_fn_name(k[0].a.coll), c->rank, err);
+                             orb_coll_fn_name(p[0].a.coll), c->rank, err);
+    return ORB_OK;
+}
+
+typedef struct {
+    struct orb_comm *c;
+    const orb_prepared_t *p;
+    int n;
+    orb_status_t st;
+} setup_job_t;
+
+static void *setup_thread(void *arg)
+{
+    setup_job_t *j = arg;
+    j->st = ensure_setup(j->c, j->p, j->n);
+    return NULL;
+}
+
+/* Every communicator among the calls that has no device path yet gets one. One thread may
+ * drive several ranks (orb_comm_init_all, NCCL-style groups): their setups are collective, so
+ * they run side by side, one thread each. */
+static orb_status_t setup_all(const orb_prepared_t *p, int n)
+{
+    setup_job_t *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int nj = 0;
+    orb_status_t st = ORB_OK;
+    if (!jobs || !th) {
+        free(jobs);
+        free(th);
+        orb_set_thread_error("orb_group_end: no memory to set the device path up");
+        return ORB_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < n; i++) {
+        struct orb_cuda_state *s = orb_cuda_state_of(p[i].comm, 0);
+        int seen = 0;
+        for (int j = 0; j < nj && !seen; j++)
+            seen = jobs[j].c == p[i].comm;
+        if (!seen && (!s || !s->ready))
+            jobs[nj++] = (setup_job_t){p[i].comm, p, n, ORB_OK};
+    }
+    if (nj == 1) {
+        setup_thread(&jobs[0]);
+    } else {
+        int started = 0;
+        for (; started < nj; started++)
+            if (pthread_create(&th[started], NULL, setup_thread, &jobs[started]) != 0)
+                break;
+        for (int j = 0; j < started; j++)
+            pthread_join(th[j], NULL);
+        if (started < nj) {
+            /* the setups already started wait for this rank and fail when the init timeout ends */
+            st = orb_comm_fail(jobs[started].c, ORB_ERR_SYSTEM,
+                               "orb_group_end: rank %d: cannot start a thread to set its device path up",
+                               jobs[started].c->rank);
+        }
+    }
+    for (int j = 0; j < nj && st == ORB_OK; j++)
+        st = jobs[j].st;
+    free(jobs);
+    free(th);
+    return st;
+}
+
+orb_status_t orb_cuda_admit(orb_prepared_t *p, int n)
+{
+    orb_status_t st = setup_all(p, n);
+    for (int i = 0; i < n && st == ORB_OK; i++) {
+        struct orb_comm *c = p[i].comm;
+        struct orb_cuda_state *s = orb_cuda_state_of(c, 0);
+        const char *in = NULL, *out = NULL;
+        int old = -1;
+        cudaGetDevice(&old);
+        (void)cudaGetLastError();
+        cudaSetDevice(s->device); /* mapped host memory's device pointer is per device */
+        if (p[i].in_count)
+            st = device_view(c, s, &p[i], p[i].a.coll == ORB_COLL_SEND ? "buf" : "sendbuf", p[i].a.sendbuf, &in);
+        if (st == ORB_OK && p[i].out_count)
+            st = device_view(c, s, &p[i], p[i].a.coll == ORB_COLL_RECV ? "buf" : "recvbuf", p[i].a.recvbuf, &out);
+        if (old >= 0)
+            cudaSetDevice(old);
+        p[i].in = in;
+        p[i].out = (void *)out;
+    }
+    return st;
+}
+
+/* ---- launching --------------------------------------------------------------------------------- */
+
+static int proto_for(size_t bytes)
+{
+    const char *e = orb_param_str(ORB_PARAM_S_CUDA_PROTO); /* must match on every rank, like ORBIT_ALGO */
+    if (!strcasecmp(e, "ll"))
+        return ORB_CUDA_PROTO_LL;
+    if (!strcasecmp(e, "simple"))
+        return ORB_CUDA_PROTO_SIMPLE;
+    return bytes <= ORB_CUDA_LL_MAX_BYTES ? ORB_CUDA_PROTO_LL : ORB_CUDA_PROTO_SIMPLE;
+}
+
+/* Fill op for the prepared call p; *scratch_need: bytes of output room a non-root needs (0: none). */
+static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const orb_prepared_t *p, int pin,
+                            orb_cuda_op_t *op, size_t *scratch_need)
+{
+    const char *fn = orb_coll_fn_name(p->a.coll);
+    const size_t esz = p->key.elem_size;
+    const orb_plan_t *plan = p->plan;
+    const orb_cuda_dplan_t *dp;
+    char why[ORB_ERRMSG_BYTES / 2] = "";
+    orb_status_t st = orb_cuda_state_plan(s, &p->key, plan, pin, &dp, why, sizeof why);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, why);
+
+    memset(op, 0, sizeof *op);
+    op->steps = dp->steps;
+    memcpy(op->lane_off, dp->lane_off, sizeof op->lane_off);
+    memcpy(op->lane_n, dp->lane_n, sizeof op->lane_n);
+    op->in = p->in;
+    op->out = p->out;
+    op->esize = (uint32_t)esz;
+    op->postdiv = p->a.op == ORB_AVG && orb_coll_reduces(p->a.coll) ? c->nranks : 0;
+    int proto = proto_for(p->a.count * esz);
+    if (proto == ORB_CUDA_PROTO_LL && orb_plan_min_slots(p->a.coll, plan->args.algo) > 1) {
+        /* A ring needs one slot more than the pieces of a step (plan.h): LL's small slots cut
+         * a big chunk into too many pieces for the FIFO, and the ring would stall. */
+        size_t per = ORB_CUDA_LL_SLOT_BYTES / esz;
+        if ((plan->args.chunk_elems + per - 1) / per + 1 > c->nslots)
+            proto = ORB_CUDA_PROTO_SIMPLE;
+    }
+    op->proto = (uint8_t)proto;
+    op->piece_elems = (uint32_t)(orb_cuda_slot_payload(op->proto, s->stride[op->proto]) / esz);
+    op->nlanes = (uint8_t)plan->nlanes;
+    op->typed = (uint8_t)orb_coll_reduces(p->a.coll);
+    op->sig = p->sig;
+    op->sync_next = p->sync_next;
+    op->sync_prev = p->sync_prev;
+    size_t nsteps = 0;
+    for (int ch = 0; ch < plan->nlanes; ch++)
+        nsteps += plan->lanes[ch].nsteps;
+    if (nsteps == 0 && op->sync_next < 0)
+        op->nlanes = 0; /* nothing to move: no blocks */
+    *scratch_need = orb_plan_out_is_scratch(plan) ? plan->out_count * esz : 0;
+    ORB_INFO("%s #%llu on the device: %s protocol", fn, (unsigned long long)op->sig.seq,
+             op->proto == ORB_CUDA_PROTO_LL ? "LL" : "simple");
     return ORB_OK;
 }
 
@@ -289,11 +344,22 @@ static orb_status_t finish_sync(struct orb_comm *c, struct orb_cuda_state *s, co
     return st == ORB_OK ? ORB_OK : orb_comm_fail(c, st, "%s", err);
 }
 
-/* Launch the calls k[0..n) of one communicator as one kernel. *pending: a NULL-stream launch
- * whose end the caller still has to wait for (only when defer is set). */
-static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, int defer, int *pending)
+orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn)
 {
-    const char *fn = orb_call_fn_name(k[0].a.coll);
+    struct orb_cuda_state *s = orb_cuda_state_of(c, 0);
+    int old = -1;
+    cudaGetDevice(&old);
+    (void)cudaGetLastError();
+    cudaSetDevice(s->device);
+    orb_status_t st = finish_sync(c, s, fn);
+    if (old >= 0)
+        cudaSetDevice(old);
+    return st;
+}
+
+orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n, int defer, int *pending)
+{
+    const char *fn = orb_coll_fn_name(k[0].a.coll);
     struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
     if (!s)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
@@ -322,7 +388,7 @@ static orb_status_t launch_calls(struct orb_comm *c, const dcall_t *k, int n, in
     cudaStream_t stream = (cudaStream_t)k[0].stream;
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     orb_cuda_launch_t *L = NULL;
-    if ((st = ensure_setup(c, s, k, n)) != ORB_OK)
+    if ((st = ensure_setup(c, k, n)) != ORB_OK) /* admitted calls have it: a no-op */
         goto out;
     cudaError_t rc = cudaSetDevice(s->device);
     if (rc == cudaSuccess && stream)
@@ -435,137 +501,3 @@ out:
     return st;
 }
 
-orb_status_t orb_cuda_collective(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
-                                 size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
-{
-    dcall_t k = {{coll, sendbuf, recvbuf, count, dtype, op, root}, c, stream};
-    return launch_calls(c, &k, 1, 0, NULL);
-}
-
-/* ---- groups ------------------------------------------------------------------------------------- */
-
-static _Thread_local dcall_t *group_q;
-static _Thread_local int group_n, group_cap;
-
-orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
-                                size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
-{
-    dcall_t k = {{coll, sendbuf, recvbuf, count, dtype, op, root}, c, stream};
-    size_t in_count, out_count;
-    orb_status_t st = validate(c, &k, &in_count, &out_count); /* the rest needs the device: at group end */
-    if (st != ORB_OK)
-        return st;
-    if (group_n == group_cap) {
-        int n = group_cap ? 2 * group_cap : 16;
-        dcall_t *q = realloc(group_q, (size_t)n * sizeof *q);
-        if (!q)
-            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", orb_call_fn_name(coll), c->rank);
-        group_q = q;
-        group_cap = n;
-    }
-    group_q[group_n++] = k;
-    return ORB_OK;
-}
-
-typedef struct {
-    struct orb_comm *c;
-    const dcall_t *k;
-    int n;
-    orb_status_t st;
-} setup_job_t;
-
-static void *setup_thread(void *arg)
-{
-    setup_job_t *j = arg;
-    struct orb_cuda_state *s = orb_cuda_state_of(j->c, 1);
-    j->st = s ? ensure_setup(j->c, s, j->k, j->n) : ORB_ERR_NO_MEMORY;
-    return NULL;
-}
-
-/* One thread may drive several ranks (orb_comm_init_all): their setups are collective, so
- * they run side by side, one thread each. */
-static orb_status_t setup_all(dcall_t *q, int n)
-{
-    setup_job_t *jobs = calloc((size_t)n, sizeof *jobs);
-    pthread_t *th = calloc((size_t)n, sizeof *th);
-    int nj = 0;
-    orb_status_t st = ORB_OK;
-    if (!jobs || !th) {
-        free(jobs);
-        free(th);
-        return ORB_ERR_NO_MEMORY;
-    }
-    for (int i = 0; i < n; i++) {
-        struct orb_cuda_state *s = orb_cuda_state_of(q[i].c, 1);
-        int seen = 0;
-        for (int j = 0; j < nj && !seen; j++)
-            seen = jobs[j].c == q[i].c;
-        if (!seen && (!s || !s->ready))
-            jobs[nj++] = (setup_job_t){q[i].c, &q[i], 1, ORB_OK};
-    }
-    if (nj == 1) {
-        setup_thread(&jobs[0]);
-    } else {
-        int started = 0;
-        for (; started < nj; started++)
-            if (pthread_create(&th[started], NULL, setup_thread, &jobs[started]) != 0)
-                break;
-        for (int j = 0; j < started; j++)
-            pthread_join(th[j], NULL);
-        if (started < nj)
-            st = ORB_ERR_SYSTEM;
-    }
-    for (int j = 0; j < nj && st == ORB_OK; j++)
-        st = jobs[j].st;
-    free(jobs);
-    free(th);
-    return st;
-}
-
-orb_status_t orb_cuda_group_end(void)
-{
-    if (group_n == 0)
-        return ORB_OK;
-    dcall_t *q = group_q;
-    int n = group_n;
-    group_q = NULL;
-    group_n = group_cap = 0;
-    orb_status_t st = setup_all(q, n);
-    dcall_t *mine = malloc((size_t)n * sizeof *mine);
-    struct orb_comm **sync = calloc((size_t)n, sizeof *sync);
-    int nsync = 0;
-    if (!mine || !sync)
-        st = ORB_ERR_NO_MEMORY;
-    /* one launch per communicator, in first-use order, none waiting for another */
-    for (int i = 0; i < n && st == ORB_OK; i++) {
-        struct orb_comm *c = q[i].c;
-        if (!c)
-            continue;
-        int m = 0;
-        for (int j = i; j < n; j++)
-            if (q[j].c == c) {
-                mine[m++] = q[j];
-                q[j].c = NULL;
-            }
-        int pending = 0;
-        st = launch_calls(c, mine, m, 1, &pending);
-        if (pending)
-            sync[nsync++] = c;
-    }
-    /* NULL-stream groups return when done: wait only after every launch is out */
-    for (int i = 0; i < nsync; i++) {
-        struct orb_cuda_state *s = orb_cuda_state_of(sync[i], 0);
-        int old = -1;
-        cudaGetDevice(&old);
-        cudaSetDevice(s->device);
-        orb_status_t fs = finish_sync(sync[i], s, "orb_group_end");
-        if (st == ORB_OK)
-            st = fs;
-        if (old >= 0)
-            cudaSetDevice(old);
-    }
-    free(mine);
-    free(sync);
-    free(q);
-    return st;
-}

@@ -1,16 +1,24 @@
-/* Device buffers: collectives enqueued on a CUDA stream. Implemented in coll_cuda.c when
- * orbit is built with CUDA, else by coll_nocuda.c, which says what is missing. */
+/* The device executor as the front end (coll_front.c) sees it: calls on device buffers or a
+ * stream. Implemented in coll_cuda.c when orbit is built with CUDA, else by coll_nocuda.c,
+ * which says what is missing. */
 #ifndef ORB_COMM_COLL_CUDA_H
 #define ORB_COMM_COLL_CUDA_H
 
-#include "collectives/plan.h"
-#include "orbit.h"
-
-struct orb_comm;
+#include "comm/coll_call.h"
 
 /* 1 if p is device (or managed) memory; 0 for host memory or without CUDA. */
 int orb_cuda_is_device_ptr(const void *p);
-orb_status_t orb_cuda_collective(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
-                                 size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream);
+
+/* Device calls p[0..n), of one communicator or several: sets the device path of every
+ * communicator up that has none yet (collective; side by side when one thread drives
+ * several), then checks each call's buffers against its communicator's GPU and puts the
+ * pointers the kernels use in p[i].in / out. On failure the last error says why. */
+orb_status_t orb_cuda_admit(orb_prepared_t *p, int n);
+
+/* Runs admitted calls p[0..n) of communicator c as one kernel on their stream (all must
+ * share one). A NULL stream returns when the calls are done, or with defer leaves *pending
+ * set: the caller then waits with orb_cuda_finish (fn names the call in messages). */
+orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *p, int n, int defer, int *pending);
+orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn);
 
 #endif

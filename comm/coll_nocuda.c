@@ -9,12 +9,23 @@ int orb_cuda_is_device_ptr(const void *p)
     return 0;
 }
 
-orb_status_t orb_cuda_collective(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
-                                 size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream)
+orb_status_t orb_cuda_admit(orb_prepared_t *p, int n)
 {
-    (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op, (void)root, (void)stream;
-    return orb_comm_fail(c, ORB_ERR_UNSUPPORTED,
+    (void)n;
+    return orb_comm_fail(p->comm, ORB_ERR_UNSUPPORTED,
                          "%s: rank %d: stream is not NULL, but this build of orbit has no CUDA support and runs "
                          "host buffers only (pass NULL; the call blocks), or rebuild with -Dcuda=enabled",
-                         orb_coll_name(coll), c->rank);
+                         orb_coll_fn_name(p->a.coll), p->comm->rank);
+}
+
+/* Never reached: no call is admitted. */
+orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *p, int n, int defer, int *pending)
+{
+    (void)p, (void)n, (void)defer, (void)pending;
+    return orb_comm_fail(c, ORB_ERR_INTERNAL, "rank %d: a device launch in a build without CUDA", c->rank);
+}
+
+orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn)
+{
+    return orb_comm_fail(c, ORB_ERR_INTERNAL, "%s: rank %d: a device wait in a build without CUDA", fn, c->rank);
 }

@@ -58,6 +58,8 @@ struct orb_comm {
     int ring_next, ring_prev; /* this rank's neighbours on ring (derived once at init) */
     int nhosts;
     int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
+    orb_link_cost_t link_intra; /* what the tuner prices inside a host and between hosts: the */
+    orb_link_cost_t link_inter; /* same on every rank (comm_links.c) */
     uint64_t seq;
     uint64_t plan_clock;
     orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];
@@ -79,6 +81,9 @@ orb_status_t orb_comm_check_handle(struct orb_comm *c, const char *fn);
 /* The tuner's choice and the plan for a call (cached per call shape). */
 orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
                            char *why, size_t whylen);
+/* The link costs the tuner prices (c->link_intra, link_inter), agreed by every rank at init
+ * from the transports that connect each rank's peers and each host's topology. */
+orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err, size_t errlen);
 /* Topology at init: fills c->ring (every rank the same), binds this rank. */
 orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err, size_t errlen);
 void orb_comm_topo_free(struct orb_comm *c);

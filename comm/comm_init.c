@@ -205,6 +205,9 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return st;
+    st = orb_comm_price_links(c, orb_now() + init_timeout, err, errlen);
+    if (st != ORB_OK)
+        return st;
     for (int i = 0; i < nranks; i++)
         if (c->ring[i] == rank) {
             c->ring_next = c->ring[(i + 1) % nranks];

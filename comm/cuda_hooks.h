@@ -1,13 +1,13 @@
-/* What the communicator life cycle (comm.c) and the collective entry (coll_api.c) call into
- * the device path. Built with CUDA (ORB_HAVE_CUDA, set by comm/meson.build) these are
- * cuda_comm.c and coll_cuda.c; without it, the inline stubs below. */
+/* What the communicator's life cycle (comm_init.c, comm_env.c, comm_threads.c, comm_query.c)
+ * calls into the device path; the calls themselves go through coll_cuda.h. Built with CUDA
+ * (ORB_HAVE_CUDA, set by comm/meson.build) these are cuda_comm.c; without it, the inline
+ * stubs below. */
 #ifndef ORB_COMM_CUDA_HOOKS_H
 #define ORB_COMM_CUDA_HOOKS_H
 
 #include <stddef.h>
 
 #include "collectives/plan.h"
-#include "comm/coll_cuda.h"
 #include "orbit.h"
 
 struct orb_comm;
@@ -28,11 +28,6 @@ void orb_cuda_comm_abort(struct orb_comm *c);
 void orb_cuda_comm_destroy(struct orb_comm *c);
 /* orb_comm_get_async_error: a failure a kernel reported since the last call, else ORB_OK. */
 orb_status_t orb_cuda_async_error(struct orb_comm *c);
-/* Inside orb_group_start/end: queue a device call; orb_group_end launches the queue, one
- * kernel per communicator. */
-orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf, void *recvbuf,
-                                size_t count, orb_dtype_t dtype, orb_op_t op, int root, orb_stream_t stream);
-orb_status_t orb_cuda_group_end(void);
 
 #else
 
@@ -54,13 +49,6 @@ static inline orb_status_t orb_cuda_async_error(struct orb_comm *c)
     (void)c;
     return ORB_OK;
 }
-static inline orb_status_t orb_cuda_group_add(struct orb_comm *c, orb_coll_t coll, const void *sendbuf,
-                                              void *recvbuf, size_t count, orb_dtype_t dtype, orb_op_t op,
-                                              int root, orb_stream_t stream)
-{
-    return orb_cuda_collective(c, coll, sendbuf, recvbuf, count, dtype, op, root, stream); /* says why not */
-}
-static inline orb_status_t orb_cuda_group_end(void) { return ORB_OK; }
 
 #endif
 

@@ -153,8 +153,8 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
             continue;
         for (int ch = 1; ch <= chmax; ch++)
             for (size_t ce = slot / esz; ce >= 1; ce /= 2) {
-                double t = ref_predict(coll, order[i], count, esz, n, ORB_TUNER_SHM_ALPHA_US,
-                                       ORB_TUNER_SHM_BETA_GBPS, ce, ch);
+                double t = ref_predict(coll, order[i], count, esz, n, orb_shm_transport.link.alpha_us,
+                                       orb_shm_transport.link.beta_gbps, ce, ch);
                 if (t < *best) {
                     *best = t;
                     *algo = order[i];

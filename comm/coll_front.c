@@ -1,0 +1,212 @@
+/* The front end of every collective, host and device buffers alike: a call is checked (the
+ * handle, every argument), planned (the plan cache, comm_plan.c) and signed (its sequence
+ * number) once, here, then run by the host executor (coll_host.c) or the device executor
+ * (coll_cuda.c), or queued inside orb_group_start/end in one queue for both. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/coll_call.h"
+#include "comm/coll_cuda.h"
+#include "comm/comm_impl.h"
+#include "core/log.h"
+
+/* The plan and the signature: what either executor needs. */
+static orb_status_t plan_and_sign(orb_prepared_t *p)
+{
+    struct orb_comm *c = p->comm;
+    const orb_call_t *k = &p->a;
+    const char *fn = orb_coll_fn_name(k->coll);
+    /* a barrier moves one byte, whatever dtype it names */
+    const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
+    p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op};
+    const orb_plan_cache_entry_t *entry;
+    char why[ORB_ERRMSG_BYTES / 2] = "";
+    orb_status_t st = orb_comm_plan(c, &p->key, &entry, why, sizeof why);
+    if (st != ORB_OK)
+        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, why);
+    p->plan = &entry->plan;
+    orb_call_signature(c, k, &p->sig, &p->sync_next, &p->sync_prev);
+    ORB_INFO("%s #%llu count %zu %s%s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)", fn,
+             (unsigned long long)c->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
+             orb_algo_name(p->plan->args.algo), p->plan->args.chunk_elems, p->plan->nlanes,
+             p->plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
+    return ORB_OK;
+}
+
+/* ---- groups ------------------------------------------------------------------------- */
+
+typedef struct {
+    orb_prepared_t p;
+    orb_plan_t plan; /* owned copy: the cache may evict while the group is open */
+} queued_t;
+
+static _Thread_local int group_depth;
+static _Thread_local queued_t *group_q;
+static _Thread_local int group_n, group_cap;
+
+orb_status_t orb_group_start(void)
+{
+    group_depth++;
+    return ORB_OK;
+}
+
+static orb_status_t plan_copy(orb_plan_t *dst, const orb_plan_t *src)
+{
+    *dst = *src;
+    for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++) {
+        dst->lanes[ch].steps = NULL;
+        dst->lanes[ch].cap = dst->lanes[ch].nsteps = 0;
+    }
+    for (int ch = 0; ch < src->nlanes; ch++) {
+        size_t n = src->lanes[ch].nsteps;
+        if (!n)
+            continue;
+        dst->lanes[ch].steps = malloc(n * sizeof(orb_step_t));
+        if (!dst->lanes[ch].steps) {
+            orb_plan_free(dst);
+            return ORB_ERR_NO_MEMORY;
+        }
+        memcpy(dst->lanes[ch].steps, src->lanes[ch].steps, n * sizeof(orb_step_t));
+        dst->lanes[ch].nsteps = dst->lanes[ch].cap = n;
+    }
+    return ORB_OK;
+}
+
+static orb_status_t enqueue(orb_prepared_t *p)
+{
+    struct orb_comm *c = p->comm;
+    if (group_n == group_cap) {
+        int ncap = group_cap ? 2 * group_cap : 16;
+        queued_t *q = realloc(group_q, sizeof *q * (size_t)ncap);
+        if (!q)
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                                 orb_coll_fn_name(p->a.coll), c->rank);
+        group_q = q;
+        group_cap = ncap;
+    }
+    orb_status_t st = plan_and_sign(p);
+    if (st != ORB_OK)
+        return st;
+    queued_t *q = &group_q[group_n];
+    if (plan_copy(&q->plan, p->plan) != ORB_OK)
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                             orb_coll_fn_name(p->a.coll), c->rank);
+    q->p = *p;
+    group_n++;
+    return ORB_OK;
+}
+
+/* The queued calls of the first communicator not yet taken among those with device flag
+ * `device`, in queue order, into mine; marks them taken. Returns how many (0: none left). */
+static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepared_t *mine)
+{
+    struct orb_comm *c = NULL;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (taken[i] || q[i].p.device != device || (c && q[i].p.comm != c))
+            continue;
+        c = q[i].p.comm;
+        taken[i] = 1;
+        mine[m] = q[i].p;
+        mine[m].plan = &q[i].plan;
+        m++;
+    }
+    return m;
+}
+
+/* Device calls first: every communicator's device setup side by side, then one launch per
+ * communicator in first-use order, none waiting for another; NULL-stream launches are waited
+ * for after all are out. Then the host calls, one run per communicator. */
+static orb_status_t run_group(queued_t *q, int n)
+{
+    orb_prepared_t *mine = malloc(sizeof *mine * (size_t)n);
+    struct orb_comm **pending = calloc((size_t)n, sizeof *pending);
+    char *taken = calloc((size_t)n, 1);
+    if (!mine || !pending || !taken) {
+        free(mine);
+        free(pending);
+        free(taken);
+        orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
+        return ORB_ERR_NO_MEMORY;
+    }
+    orb_status_t st = ORB_OK;
+    int nd = 0, npending = 0;
+    for (int i = 0; i < n; i++)
+        if (q[i].p.device) {
+            mine[nd] = q[i].p;
+            mine[nd].plan = &q[i].plan;
+            nd++;
+        }
+    if (nd) {
+        st = orb_cuda_admit(mine, nd);
+        for (int i = 0, j = 0; i < n; i++) /* the device views admit found */
+            if (q[i].p.device) {
+                q[i].p.in = mine[j].in;
+                q[i].p.out = mine[j].out;
+                j++;
+            }
+    }
+    for (int m; st == ORB_OK && (m = take_next_comm(q, n, taken, 1, mine)) > 0;) {
+        int wait = 0;
+        st = orb_cuda_launch(mine[0].comm, mine, m, 1, &wait);
+        if (wait)
+            pending[npending++] = mine[0].comm;
+    }
+    for (int i = 0; i < npending; i++) {
+        orb_status_t s = orb_cuda_finish(pending[i], "orb_group_end");
+        if (st == ORB_OK)
+            st = s;
+    }
+    for (int m; (m = take_next_comm(q, n, taken, 0, mine)) > 0;) {
+        orb_status_t s = orb_host_run(mine[0].comm, mine, m);
+        if (st == ORB_OK)
+            st = s;
+    }
+    free(mine);
+    free(pending);
+    free(taken);
+    return st;
+}
+
+orb_status_t orb_group_end(void)
+{
+    if (group_depth == 0) {
+        orb_set_thread_error("orb_group_end: no matching orb_group_start on this thread");
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (--group_depth > 0)
+        return ORB_OK;
+    queued_t *q = group_q;
+    int n = group_n;
+    group_q = NULL;
+    group_n = group_cap = 0;
+    orb_status_t st = n ? run_group(q, n) : ORB_OK;
+    for (int i = 0; i < n; i++)
+        orb_plan_free(&q[i].plan);
+    free(q);
+    return st;
+}
+
+/* ---- one call ----------------------------------------------------------------------- */
+
+orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream)
+{
+    orb_status_t st = orb_comm_check_handle(comm, orb_coll_fn_name(k->coll));
+    if (st != ORB_OK)
+        return st;
+    orb_prepared_t p = {.comm = comm, .a = *k, .stream = stream, .in = k->sendbuf, .out = k->recvbuf};
+    p.device = stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf);
+    st = orb_call_validate(comm, k, &p.in_count, &p.out_count);
+    if (st != ORB_OK)
+        return st;
+    if (group_depth > 0) /* a grouped device call's device checks wait for orb_group_end */
+        return enqueue(&p);
+    /* The device's own checks (and its setup on first use) before the call takes its sequence
+     * number: a call refused on one rank leaves that rank's sequence where its peers' is. */
+    if (p.device && (st = orb_cuda_admit(&p, 1)) != ORB_OK)
+        return st;
+    if ((st = plan_and_sign(&p)) != ORB_OK)
+        return st;
+    return p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &p, 1);
+}

@@ -1,0 +1,91 @@
+/* Host buffers: prepared calls (coll_call.h) become the CPU executor's operations
+ * (collectives/exec.h), with scratch for the non-roots that need it, and a failure leaves
+ * the communicator unusable. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "comm/coll_call.h"
+#include "comm/comm_impl.h"
+
+/* Scratch is handed out in slices of this alignment (every dtype's). */
+#define SCRATCH_ALIGN 64
+
+static size_t scratch_need(const orb_prepared_t *p)
+{
+    if (!orb_plan_out_is_scratch(p->plan))
+        return 0;
+    size_t bytes = p->plan->out_count * orb_dtype_size(p->a.dtype);
+    return (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+}
+
+static orb_exec_op_t exec_op(struct orb_comm *c, const orb_prepared_t *p)
+{
+    orb_exec_op_t op = {
+        .plan = p->plan, .in = p->in, .out = p->out, .dtype = p->a.dtype,
+        .op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op, .postdiv = p->a.op == ORB_AVG ? c->nranks : 0,
+        .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev,
+    };
+    if (p->a.coll == ORB_COLL_BARRIER) {
+        op.in = op.out = &c->barrier_byte; /* one byte moves; only its arrival matters */
+        op.dtype = ORB_UINT8;
+        op.op = ORB_MAX;
+        op.postdiv = 0;
+    }
+    return op;
+}
+
+orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
+{
+    const char *fn = orb_coll_fn_name(p[0].a.coll);
+    if (c->broken)
+        return orb_comm_fail(c, c->broken, "rank %d: the communicator is unusable after an earlier error "
+                                           "(%s); destroy it and create a new one",
+                             c->rank, orb_status_name(c->broken));
+    if (atomic_load(&c->aborted))
+        return orb_comm_fail(c, ORB_ERR_ABORTED, "rank %d: orb_comm_abort was called on this communicator", c->rank);
+    char err[ORB_ERRMSG_BYTES];
+    orb_status_t posted = orb_box_error(c->box, err, sizeof err); /* a peer already failed the job */
+    if (posted != ORB_OK) {
+        c->broken = posted;
+        return orb_comm_fail(c, posted, "%s", err);
+    }
+
+    orb_exec_op_t one, *ops = n == 1 ? &one : malloc(sizeof *ops * (size_t)n);
+    if (!ops)
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for the %d calls of a group", fn, c->rank,
+                             n);
+    /* A non-root of reduce/gather that must hold partial results gets room of its own. */
+    size_t need = 0;
+    for (int i = 0; i < n; i++)
+        need += scratch_need(&p[i]);
+    if (need > c->scratch_bytes) {
+        void *s = realloc(c->scratch, need);
+        if (!s) {
+            if (ops != &one)
+                free(ops);
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for %zu bytes of scratch", fn,
+                                 c->rank, need);
+        }
+        c->scratch = s;
+        c->scratch_bytes = need;
+    }
+    char *scratch = c->scratch;
+    for (int i = 0; i < n; i++) {
+        ops[i] = exec_op(c, &p[i]);
+        size_t s = scratch_need(&p[i]);
+        if (s) {
+            ops[i].out = scratch;
+            scratch += s;
+        }
+    }
+    orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
+    if (ops != &one)
+        free(ops);
+    if (st != ORB_OK) {
+        c->broken = st;
+        if (st == ORB_ERR_PEER_LOST || st == ORB_ERR_ABORTED)
+            atomic_store(&c->async_error, st);
+        return orb_comm_fail(c, st, "%s", err);
+    }
+    return ORB_OK;
+}

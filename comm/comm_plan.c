@@ -1,0 +1,64 @@
+/* The communicator's plan cache: the tuner's choice and the plan for each call shape. */
+#include <stdio.h>
+#include <string.h>
+
+#include "collectives/tuner.h"
+#include "comm/comm_impl.h"
+
+static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b)
+{
+    return a->coll == b->coll && a->count == b->count && a->elem_size == b->elem_size && a->root == b->root &&
+           a->op == b->op;
+}
+
+/* The tuner runs once per call shape (ORBIT_ALGO / ORBIT_CHUNK_BYTES are read then): the
+ * 8-byte path is a cache hit, not a model evaluation. */
+orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
+                           char *why, size_t whylen)
+{
+    int victim = 0;
+    for (int i = 0; i < ORB_PLAN_CACHE; i++) {
+        orb_plan_cache_entry_t *e = &c->cache[i];
+        if (e->valid && key_equal(&e->key, key)) {
+            e->used = ++c->plan_clock;
+            *entry = e;
+            return ORB_OK;
+        }
+        if (!e->valid || e->used < c->cache[victim].used)
+            victim = i;
+        if (!e->valid)
+            break;
+    }
+    orb_tuner_choice_t ch;
+    memset(&ch, 0, sizeof ch);
+    /* The links every rank agreed on at init (comm_links.c). One NIC per host: the TCP
+     * transport does not spread a host's connections over several. */
+    orb_tuner_hosts_t hosts = {.nhosts = c->nhosts, .host_of = c->host_of, .inter = c->link_inter, .nics = 1};
+    orb_status_t st = orb_tuner_choose_hosts(key->coll, key->count, key->elem_size, c->nranks, &c->link_intra,
+                                             &hosts, c->slot_bytes, c->nchannels, &ch);
+    if (st != ORB_OK) {
+        snprintf(why, whylen, "%s", ch.reason[0] ? ch.reason : orb_strerror(st));
+        return st;
+    }
+    orb_plan_cache_entry_t *e = &c->cache[victim];
+    if (e->valid)
+        orb_plan_free(&e->plan);
+    e->valid = 0;
+    orb_plan_args_t args = {
+        .coll = key->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = key->root,
+        .count = key->count, .op = key->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels,
+        .ring = c->ring, .nhosts = c->nhosts, .host_of = c->host_of,
+    };
+    st = orb_plan_build(&e->plan, &args);
+    if (st != ORB_OK) {
+        snprintf(why, whylen, "cannot build the %s plan (%s)", orb_algo_name(ch.algo), orb_strerror(st));
+        return st;
+    }
+    e->key = *key;
+    e->predicted_us = ch.predicted_us;
+    snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
+    e->valid = 1;
+    e->used = ++c->plan_clock;
+    *entry = e;
+    return ORB_OK;
+}
