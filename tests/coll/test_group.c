@@ -1,0 +1,177 @@
+/* Groups on host buffers, run as N real processes under orbitrun: eight collectives of every
+ * kind between orb_group_start and orb_group_end on one communicator run together, and each
+ * must give exactly what it gives alone. The non-roots of the reduces and gathers (chains and
+ * trees forward partial results) each need scratch of their own for the length of the group.
+ * Inputs are int32 values built from (rank, call, element), so every expected output is
+ * computed here exactly, independently of orbit. Each rank judges only its own outputs,
+ * prints "rank R: N passed, N failed" and exits 1 on a failure of its own.
+ *   orbitrun -n N test_group [ROUNDS]   (ORBIT_ALGO picks the plans, as everywhere) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orbit.h"
+
+enum { ALLREDUCE, REDUCE_SUM, GATHER_0, REDUCE_MAX, GATHER_LAST, BROADCAST, ALLGATHER, REDUCE_SCATTER, NCALLS };
+static const char *const names[NCALLS] = {"allreduce",   "reduce(sum)", "gather(root 0)", "reduce(max)",
+                                          "gather(last)", "broadcast",  "allgather",      "reduce_scatter"};
+
+static int nranks, rank;
+static long passed, failed;
+
+/* Rank r's input element i of call k: the rank dominates (max is the last rank's), the rest
+ * varies with the element and the call; sums of 8 ranks stay far inside int32. */
+static int32_t input(int r, int k, size_t i) { return (r + 1) * 1000 + (int32_t)((i * 7 + (size_t)k * 13) % 997); }
+
+static size_t count_of(int k, int round)
+{
+    /* odd counts, one past a 256 KiB slot (several pieces, chunks of a chain), and one small */
+    static const size_t base[NCALLS] = {1031, 70001, 333, 65537, 1, 4099, 12289, 777};
+    return base[k] + (size_t)round * 3;
+}
+
+static int root_of(int k)
+{
+    switch (k) {
+    case REDUCE_SUM:
+    case GATHER_LAST:
+        return nranks - 1;
+    case BROADCAST:
+        return 1 % nranks;
+    default:
+        return 0;
+    }
+}
+
+/* Elements of call k's send and receive buffers on this rank. */
+static void sizes(int k, size_t n, size_t *in, size_t *out)
+{
+    const int root = root_of(k);
+    switch (k) {
+    case GATHER_0:
+    case GATHER_LAST:
+        *in = n;
+        *out = rank == root ? n * (size_t)nranks : 0;
+        break;
+    case ALLGATHER:
+        *in = n;
+        *out = n * (size_t)nranks;
+        break;
+    case REDUCE_SCATTER:
+        *in = n * (size_t)nranks;
+        *out = n;
+        break;
+    case REDUCE_SUM:
+    case REDUCE_MAX:
+        *in = n;
+        *out = rank == root ? n : 0;
+        break;
+    default:
+        *in = *out = n;
+    }
+}
+
+static int32_t expected(int k, size_t n, size_t i)
+{
+    int32_t v = 0;
+    switch (k) {
+    case ALLREDUCE:
+    case REDUCE_SUM:
+        for (int r = 0; r < nranks; r++)
+            v += input(r, k, i);
+        return v;
+    case REDUCE_MAX:
+        return input(nranks - 1, k, i);
+    case GATHER_0:
+    case GATHER_LAST:
+    case ALLGATHER:
+        return input((int)(i / n), k, i % n);
+    case BROADCAST:
+        return input(root_of(k), k, i);
+    case REDUCE_SCATTER:
+        for (int r = 0; r < nranks; r++)
+            v += input(r, k, (size_t)rank * n + i);
+        return v;
+    }
+    return -1;
+}
+
+static void check(int round, int k, const int32_t *out, size_t out_n, size_t n)
+{
+    for (size_t i = 0; i < out_n; i++)
+        if (out[i] != expected(k, n, i)) {
+            failed++;
+            fprintf(stderr, "FAIL rank %d round %d %s count %zu: element %zu is %d, want %d\n", rank, round, names[k],
+                    n, i, (int)out[i], (int)expected(k, n, i));
+            return;
+        }
+    passed++;
+}
+
+int main(int argc, char **argv)
+{
+    const int rounds = argc > 1 ? atoi(argv[1]) : 3;
+    orb_comm_t comm;
+    orb_status_t st = orb_comm_init_env(&comm);
+    if (st != ORB_OK) {
+        fprintf(stderr, "test_group: init: %s: %s\n", orb_status_name(st), orb_comm_last_error(NULL));
+        return 1;
+    }
+    orb_comm_rank(comm, &rank);
+    orb_comm_size(comm, &nranks);
+    for (int round = 0; round < rounds; round++) {
+        int32_t *in[NCALLS], *out[NCALLS];
+        size_t n[NCALLS], in_n[NCALLS], out_n[NCALLS];
+        for (int k = 0; k < NCALLS; k++) {
+            n[k] = count_of(k, round);
+            sizes(k, n[k], &in_n[k], &out_n[k]);
+            in[k] = malloc((in_n[k] + 1) * sizeof(int32_t));
+            out[k] = malloc((out_n[k] + 1) * sizeof(int32_t));
+            if (!in[k] || !out[k]) {
+                fprintf(stderr, "test_group: rank %d: out of memory\n", rank);
+                return 1;
+            }
+            for (size_t i = 0; i < in_n[k]; i++)
+                in[k][i] = input(rank, k, i);
+            for (size_t i = 0; i <= out_n[k]; i++)
+                out[k][i] = -7; /* the element past the output must stay so */
+        }
+        orb_group_start();
+        orb_allreduce(in[ALLREDUCE], out[ALLREDUCE], n[ALLREDUCE], ORB_INT32, ORB_SUM, comm, NULL);
+        orb_reduce(in[REDUCE_SUM], out[REDUCE_SUM], n[REDUCE_SUM], ORB_INT32, ORB_SUM, root_of(REDUCE_SUM), comm, NULL);
+        orb_gather(in[GATHER_0], out[GATHER_0], n[GATHER_0], ORB_INT32, root_of(GATHER_0), comm, NULL);
+        orb_reduce(in[REDUCE_MAX], out[REDUCE_MAX], n[REDUCE_MAX], ORB_INT32, ORB_MAX, root_of(REDUCE_MAX), comm, NULL);
+        orb_gather(in[GATHER_LAST], out[GATHER_LAST], n[GATHER_LAST], ORB_INT32, root_of(GATHER_LAST), comm, NULL);
+        /* broadcast's root sends its input; the others receive into out */
+        orb_broadcast(in[BROADCAST], out[BROADCAST], n[BROADCAST], ORB_INT32, root_of(BROADCAST), comm, NULL);
+        orb_allgather(in[ALLGATHER], out[ALLGATHER], n[ALLGATHER], ORB_INT32, comm, NULL);
+        orb_reduce_scatter(in[REDUCE_SCATTER], out[REDUCE_SCATTER], n[REDUCE_SCATTER], ORB_INT32, ORB_SUM, comm, NULL);
+        st = orb_group_end();
+        if (st != ORB_OK) {
+            fprintf(stderr, "FAIL rank %d round %d: orb_group_end: %s: %s\n", rank, round, orb_status_name(st),
+                    orb_comm_last_error(comm));
+            return 1;
+        }
+        for (int k = 0; k < NCALLS; k++) {
+            check(round, k, out[k], out_n[k], n[k]);
+            if (out[k][out_n[k]] != -7) {
+                failed++;
+                fprintf(stderr, "FAIL rank %d round %d %s: the element past the output was written\n", rank, round,
+                        names[k]);
+            }
+            for (size_t i = 0; i < in_n[k]; i++)
+                if (in[k][i] != input(rank, k, i)) {
+                    failed++;
+                    fprintf(stderr, "FAIL rank %d round %d %s: the send buffer changed at %zu\n", rank, round,
+                            names[k], i);
+                    break;
+                }
+            free(in[k]);
+            free(out[k]);
+        }
+    }
+    printf("rank %d: %ld passed, %ld failed\n", rank, passed, failed);
+    orb_comm_destroy(comm);
+    return failed || passed != (long)rounds * NCALLS ? 1 : 0;
+}
