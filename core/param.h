@@ -22,9 +22,10 @@
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO, TRACE")                     \
     X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier (empty: the tuner decides)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it)") \
-    X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system: keep the host's default)") \
+    X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \
     X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
+    X(HOSTID, "ORBIT_HOSTID", "", "this host's identity: ranks with equal ids share memory (empty: hostname, boot id and network namespace); set it when different hosts look alike") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
     X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
     X(CPU_KERNELS, "ORBIT_CPU_KERNELS", "auto", "CPU reduction loops: auto (AVX2+F16C where the CPU has them), portable (baseline x86-64 / any ISA)") \
@@ -43,6 +44,13 @@ typedef enum {
 #undef ORB_PARAM_ENUM_
         ORB_PARAM_STR_COUNT
 } orb_param_str_t;
+
+/* Whether a knob's variable is in the environment with a value, set but empty, or absent.
+ * orb_param_num/_str read an empty value as unset; a knob whose default depends on the
+ * machine (ORBIT_SPIN_US) or for which empty means something (ORBIT_SOCKET_CC) asks this. */
+typedef enum { ORB_PARAM_STATE_UNSET = 0, ORB_PARAM_STATE_EMPTY, ORB_PARAM_STATE_SET } orb_param_state_t;
+orb_param_state_t orb_param_num_state(orb_param_num_t id);
+orb_param_state_t orb_param_str_state(orb_param_str_t id);
 
 /* Value of a numeric knob (environment read each call: cheap, and tests change it). A
  * value that does not parse falls back to the default with a warning. */

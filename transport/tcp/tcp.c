@@ -18,19 +18,16 @@
 
 /* Socket buffers: enough to keep a 10 Gb/s link busy across a 2 ms round trip. */
 #define SOCK_BUF_BYTES (4 << 20)
-/* Congestion control for our sockets unless ORBIT_SOCKET_CC names another ("" or "system":
- * the host's default). Paced algorithms (bbr) held one flow to well under the link rate in
- * our measurements (docs/transports.md); cubic does not pace. */
-#define DEFAULT_CC "cubic"
-
-/* The congestion control our sockets ask for, NULL for the system's. (ORBIT_SOCKET_CC is
- * read here until core/param.h's table lists it.) */
+/* The congestion control our sockets ask for, NULL for the system's: ORBIT_SOCKET_CC, cubic
+ * unless it names another ("system", or set but empty: the host's default). Paced algorithms
+ * (bbr) held one flow to well under the link rate in our measurements (docs/transports.md);
+ * cubic does not pace. */
 static const char *wanted_cc(void)
 {
-    const char *cc = getenv("ORBIT_SOCKET_CC");
-    if (!cc)
-        return DEFAULT_CC;
-    return !*cc || !strcmp(cc, "system") ? NULL : cc;
+    if (orb_param_str_state(ORB_PARAM_S_SOCKET_CC) == ORB_PARAM_STATE_EMPTY)
+        return NULL;
+    const char *cc = orb_param_str(ORB_PARAM_S_SOCKET_CC);
+    return !strcmp(cc, "system") ? NULL : cc;
 }
 
 /* Ask for our congestion control on fd; what it runs ends up in got. */
