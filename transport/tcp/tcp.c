@@ -254,7 +254,7 @@ orb_status_t orb_tcp_check(orb_tcp_t *net, int *lost)
     /* A peer that left in good order is lost to us only if we still wait for it. want_rx and
      * want_tx say what the executor found when it last looked, which may be stale: the peer's
      * last pieces may have been delivered since (they arrive before its sockets end), or the
-     * thread may have written out the ring that was full. Only an empty receive ring or a
+     * thread may have written out the FIFO that was full. Only an empty receive FIFO or a
      * still full send FIFO means waiting. Reading closed first orders the thread's work before. */
     for (int i = 0; i < net->npeers; i++) {
         if (!atomic_load(&net->peers[i].closed))
