@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "mpi_dtype.h"
 
 static int fail(bench_backend_t *be, const char *what, int rc)
 {
@@ -14,25 +15,6 @@ static int fail(bench_backend_t *be, const char *what, int rc)
         snprintf(msg, sizeof(msg), "MPI error %d", rc);
     snprintf(be->err, sizeof(be->err), "%s failed: %s", what, msg);
     return -1;
-}
-
-/* float16/bfloat16 have no MPI type: they can be moved as 16-bit integers but not
- * reduced. */
-static MPI_Datatype mpi_dtype(orb_dtype_t dtype, int reducing)
-{
-    switch (dtype) {
-    case ORB_INT8: return MPI_INT8_T;
-    case ORB_UINT8: return MPI_UINT8_T;
-    case ORB_INT32: return MPI_INT32_T;
-    case ORB_UINT32: return MPI_UINT32_T;
-    case ORB_INT64: return MPI_INT64_T;
-    case ORB_UINT64: return MPI_UINT64_T;
-    case ORB_FLOAT16:
-    case ORB_BFLOAT16: return reducing ? MPI_DATATYPE_NULL : MPI_UINT16_T;
-    case ORB_FLOAT32: return MPI_FLOAT;
-    case ORB_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
 }
 
 static MPI_Op mpi_op(orb_op_t op)
@@ -72,7 +54,7 @@ static int mpi_supports(bench_backend_t *be, const bench_coll_t *coll, orb_dtype
                         orb_op_t op)
 {
     int red = reducing(coll->kind);
-    if (mpi_dtype(dtype, red) == MPI_DATATYPE_NULL) {
+    if (orb_mpi_dtype(dtype, red) == MPI_DATATYPE_NULL) {
         snprintf(be->err, sizeof(be->err),
                  "--dtype %s: not supported by --backend mpi: MPI has no 16-bit float type "
                  "to reduce (use float32, or --backend custom)",
@@ -91,7 +73,7 @@ static int mpi_supports(bench_backend_t *be, const bench_coll_t *coll, orb_dtype
 
 static int mpi_run(bench_backend_t *be, bench_call_t *c)
 {
-    MPI_Datatype dt = mpi_dtype(c->dtype, reducing(c->kind));
+    MPI_Datatype dt = orb_mpi_dtype(c->dtype, reducing(c->kind));
     MPI_Op op = mpi_op(c->op);
     int count = (int)c->count; /* the harness keeps counts below INT_MAX for MPI */
     int root_here = be->rank == c->root;

@@ -339,7 +339,7 @@ static orb_status_t finish_sync(struct orb_comm *c, struct orb_cuda_state *s, co
         (void)cudaGetLastError();
         return orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: %s", fn, c->rank, s->broken_msg);
     }
-    char err[1024];
+    char err[ORB_ERRMSG_BYTES];
     orb_status_t st = orb_cuda_state_check(c, s, err, sizeof err);
     return st == ORB_OK ? ORB_OK : orb_comm_fail(c, st, "%s", err);
 }
@@ -374,7 +374,7 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
                                  "%s: rank %d: the device calls of one group on one communicator must share one "
                                  "stream",
                                  fn, c->rank);
-    char err[1024];
+    char err[ORB_ERRMSG_BYTES];
     orb_status_t st = orb_cuda_state_check(c, s, err, sizeof err);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s", err);

@@ -25,6 +25,14 @@ void orb_set_thread_error(const char *fmt, ...)
     ORB_WARN("%s", thread_error);
 }
 
+void orb_set_thread_error_fixed(const char *msg)
+{
+    size_t i = 0;
+    for (; msg[i] && i < sizeof thread_error - 1; i++)
+        thread_error[i] = msg[i];
+    thread_error[i] = 0;
+}
+
 orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt, ...)
 {
     va_list ap;

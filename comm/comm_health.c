@@ -52,7 +52,7 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
     orb_status_t st = orb_box_error(c->box, err, errlen);
     if (st != ORB_OK)
         return st;
-    char note[512];
+    char note[ORB_ERRMSG_BYTES]; /* what the other ranks are told; it ends up in their last error */
     for (int t = 0; orb_transports[t]; t++) {
         int lost = -1;
         st = orb_transports[t]->check_alive(c->ep[t], waiting_on, n, &lost, err, note, errlen < sizeof note ? errlen

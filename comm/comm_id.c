@@ -12,14 +12,15 @@
 orb_status_t orb_get_unique_id(orb_unique_id_t *id)
 {
     if (!id) {
-        orb_set_thread_error("orb_get_unique_id: id is NULL");
+        orb_set_thread_error("orb_get_unique_id: id (the output pointer) is NULL");
         return ORB_ERR_INVALID_ARG;
     }
     orb_sockaddr_t addr;
     char ifname[64] = "";
     orb_status_t st = orb_sockaddr_local(&addr, ifname, sizeof ifname);
     if (st != ORB_OK) {
-        orb_set_thread_error("orb_get_unique_id: no usable network interface (ORBIT_SOCKET_IFNAME=\"%s\")",
+        orb_set_thread_error("orb_get_unique_id: no usable network interface (ORBIT_SOCKET_IFNAME=\"%s\"); set "
+                             "ORBIT_SOCKET_IFNAME to an interface with an address",
                              orb_param_str(ORB_PARAM_S_SOCKET_IFNAME));
         return st;
     }
@@ -27,7 +28,8 @@ orb_status_t orb_get_unique_id(orb_unique_id_t *id)
     int fd;
     st = orb_sock_listen(&addr, 128, &fd);
     if (st != ORB_OK) {
-        orb_set_thread_error("orb_get_unique_id: cannot listen on interface %s", ifname);
+        orb_set_thread_error("orb_get_unique_id: cannot listen on interface %s; choose another with "
+                             "ORBIT_SOCKET_IFNAME", ifname);
         return st;
     }
     uint8_t secret[ORB_SECRET_BYTES];
@@ -45,8 +47,13 @@ orb_status_t orb_get_unique_id(orb_unique_id_t *id)
 
 orb_status_t orb_unique_id_to_string(const orb_unique_id_t *id, char *out, size_t outlen)
 {
-    if (!id || !out || outlen < ORB_UNIQUE_ID_STR_BYTES) {
-        orb_set_thread_error("orb_unique_id_to_string: need an id and %d bytes of output", ORB_UNIQUE_ID_STR_BYTES);
+    if (!id || !out) {
+        orb_set_thread_error("orb_unique_id_to_string: %s is NULL", !id ? "id" : "out");
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (outlen < ORB_UNIQUE_ID_STR_BYTES) {
+        orb_set_thread_error("orb_unique_id_to_string: outlen=%zu is too small: pass ORB_UNIQUE_ID_STR_BYTES (%d)",
+                             outlen, ORB_UNIQUE_ID_STR_BYTES);
         return ORB_ERR_INVALID_ARG;
     }
     static const char hex[] = "0123456789abcdef";
@@ -82,14 +89,20 @@ int orb_comm_parse_hex(const char *s, uint8_t *out, size_t n)
 
 orb_status_t orb_unique_id_from_string(const char *str, orb_unique_id_t *id)
 {
-    if (!str || !id || orb_comm_parse_hex(str, (uint8_t *)id->internal, ORB_UNIQUE_ID_BYTES) != 0) {
-        orb_set_thread_error("orb_unique_id_from_string: expected %d hex digits", 2 * ORB_UNIQUE_ID_BYTES);
+    if (!str || !id) {
+        orb_set_thread_error("orb_unique_id_from_string: %s is NULL", !str ? "str" : "id (the output pointer)");
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (orb_comm_parse_hex(str, (uint8_t *)id->internal, ORB_UNIQUE_ID_BYTES) != 0) {
+        orb_set_thread_error("orb_unique_id_from_string: str is not %d hex digits (as orb_unique_id_to_string "
+                             "writes them)", 2 * ORB_UNIQUE_ID_BYTES);
         return ORB_ERR_INVALID_ARG;
     }
     orb_sockaddr_t a;
     uint8_t secret[ORB_SECRET_BYTES];
     if (orb_id_decode(id, &a, secret) != ORB_OK) {
-        orb_set_thread_error("orb_unique_id_from_string: not an orbit unique id");
+        orb_set_thread_error("orb_unique_id_from_string: str is hex but not an orbit unique id (not written by "
+                             "orb_unique_id_to_string, or damaged in transit)");
         return ORB_ERR_INVALID_ARG;
     }
     return ORB_OK;

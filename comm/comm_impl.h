@@ -89,6 +89,8 @@ orb_status_t orb_comm_order_ranks(struct orb_comm *c, double deadline, char *err
 void orb_comm_topo_free(struct orb_comm *c);
 /* Error text for calls that have no communicator to hold it (init, bad handles). */
 void orb_set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same for a fixed text, async-signal-safe (a byte copy: no formatting, no log). */
+void orb_set_thread_error_fixed(const char *msg);
 /* The thread's error text (what orb_comm_last_error(NULL) returns). */
 char *orb_thread_error(void);
 

@@ -1,5 +1,6 @@
 /* Communicator life cycle: init in two phases (bootstrap, then build from the bootstrap),
  * and destroy. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,31 @@ static int read_int_param(orb_param_num_t id, int lo, int hi)
     return (int)v;
 }
 
+/* err for a step whose helper returned a status without text of its own: the step, the
+ * status and what to do. Text a helper did leave stays. */
+static orb_status_t step_failed(orb_status_t st, char *err, size_t errlen, const char *step, ...)
+    __attribute__((format(printf, 4, 5)));
+static orb_status_t step_failed(orb_status_t st, char *err, size_t errlen, const char *step, ...)
+{
+    if (st == ORB_OK || err[0])
+        return st;
+    char what[160];
+    va_list ap;
+    va_start(ap, step);
+    vsnprintf(what, sizeof what, step, ap);
+    va_end(ap);
+    const char *todo = st == ORB_ERR_NO_MEMORY ? "free memory, or lower ORBIT_SHM_SLOTS / ORBIT_SHM_SLOT_BYTES"
+                       : st == ORB_ERR_TIMEOUT ? "a rank is late or gone: see the other ranks' errors, or raise "
+                                                 "ORBIT_INIT_TIMEOUT"
+                                               : "see the other ranks' errors (ORBIT_DEBUG=INFO tells more)";
+    snprintf(err, errlen, "%s: %s; %s", what, orb_strerror(st), todo);
+    return st;
+}
+
 orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)
 {
     const int rank = c->rank, nranks = c->nranks;
+    err[0] = 0;
     c->nchannels = read_int_param(ORB_PARAM_NCHANNELS, 2, ORB_MAX_CHANNELS);
     c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* a FIFO needs 2 */
     c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
@@ -77,7 +100,7 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     c->boxes = calloc((size_t)nranks, sizeof *c->boxes);
     c->tp_of = malloc((size_t)nranks);
     if (!c->boxes || !c->tp_of)
-        return ORB_ERR_NO_MEMORY;
+        return step_failed(ORB_ERR_NO_MEMORY, err, errlen, "the tables of every rank's box and transport");
     snprintf(c->box_name, sizeof c->box_name, "/orbit-%02x%02x%02x%02x%02x%02x-%d", secret[0], secret[1], secret[2],
              secret[3], secret[4], secret[5], rank);
     orb_status_t st = orb_box_create(&c->box, c->box_name, rank, nranks, err, errlen);
@@ -100,9 +123,10 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     for (int t = 0; orb_transports[t]; t++) {
         st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
         if (st != ORB_OK)
-            return st;
+            return step_failed(st, err, errlen, "the %s transport", orb_transports[t]->name);
     }
-    return orb_bootstrap_init(&c->bs, id, nranks, rank, &card, orb_param_num(ORB_PARAM_INIT_TIMEOUT), err, errlen);
+    st = orb_bootstrap_init(&c->bs, id, nranks, rank, &card, orb_param_num(ORB_PARAM_INIT_TIMEOUT), err, errlen);
+    return step_failed(st, err, errlen, "the rendezvous with rank 0");
 }
 
 /* Rank order, grouped by host (hosts in order of their lowest rank), so that a ring crosses
@@ -143,7 +167,7 @@ static orb_status_t connect_transports(struct orb_comm *c, double deadline, char
     const orb_card_t *me = &c->bs.cards[c->rank];
     int *peers = malloc(sizeof(int) * (size_t)c->nranks);
     if (!peers)
-        return ORB_ERR_NO_MEMORY;
+        return step_failed(ORB_ERR_NO_MEMORY, err, errlen, "the list of peers to connect");
     for (int r = 0; r < c->nranks; r++) {
         c->tp_of[r] = -1;
         for (int t = 0; orb_transports[t] && r != c->rank && c->tp_of[r] < 0; t++)
@@ -157,6 +181,8 @@ static orb_status_t connect_transports(struct orb_comm *c, double deadline, char
             if (c->tp_of[r] == t)
                 peers[n++] = r;
         st = orb_transports[t]->connect(c->ep[t], c->bs.cards, peers, n, c->send, c->recv, deadline, err, errlen);
+        if (st != ORB_OK)
+            step_failed(st, err, errlen, "the %s transport", orb_transports[t]->name);
     }
     free(peers);
     return st;
@@ -168,6 +194,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     const double init_timeout = orb_param_num(ORB_PARAM_INIT_TIMEOUT);
     const uint64_t host_id = c->bs.cards[rank].host_id;
     orb_status_t st;
+    err[0] = 0;
     for (int r = 0; r < nranks; r++) {
         if (r == rank || c->bs.cards[r].host_id != host_id)
             continue; /* other hosts: no box to map */
@@ -181,7 +208,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     c->ring = malloc(sizeof(int) * (size_t)nranks);
     c->host_of = malloc(sizeof(int) * (size_t)nranks);
     if (!c->send || !c->recv || !c->ring || !c->host_of)
-        return ORB_ERR_NO_MEMORY;
+        return step_failed(ORB_ERR_NO_MEMORY, err, errlen, "the connection tables");
     st = connect_transports(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return st;
@@ -191,23 +218,19 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     c->box_linked = 0;
     for (int t = 0; orb_transports[t]; t++)
         orb_transports[t]->ready(c->ep[t]);
-    if (st != ORB_OK) {
-        snprintf(err, errlen, "a rank left during init");
-        return st;
-    }
+    if (st != ORB_OK)
+        return step_failed(st, err, errlen, "the barrier after every rank connected");
     ring_by_host(c); /* refined by the topology below */
     double spin_s = 0;
     st = orb_comm_spin_default(c, orb_now() + init_timeout, &spin_s); /* before binding narrows our CPUs */
-    if (st != ORB_OK) {
-        snprintf(err, errlen, "a rank left while CPU masks were exchanged");
-        return st;
-    }
+    if (st != ORB_OK)
+        return step_failed(st, err, errlen, "the exchange of CPU masks");
     st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
-        return st;
+        return step_failed(st, err, errlen, "ordering the ranks by topology");
     st = orb_comm_price_links(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
-        return st;
+        return step_failed(st, err, errlen, "agreeing on the link costs");
     for (int i = 0; i < nranks; i++)
         if (c->ring[i] == rank) {
             c->ring_next = c->ring[(i + 1) % nranks];
@@ -244,10 +267,8 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
     orb_status_t st = orb_comm_bootstrap(c, &id, err, sizeof err);
     if (st == ORB_OK)
         st = orb_comm_build(c, err, sizeof err);
-    if (st == ORB_OK && orb_comm_live_add(c) != 0) {
-        st = ORB_ERR_NO_MEMORY;
-        err[0] = 0;
-    }
+    if (st == ORB_OK && orb_comm_live_add(c) != 0)
+        st = step_failed(ORB_ERR_NO_MEMORY, err, sizeof err, "the registry of live communicators");
     if (st != ORB_OK) {
         orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err[0] ? err : orb_strerror(st));
         orb_comm_free(c);

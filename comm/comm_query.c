@@ -31,9 +31,12 @@ orb_status_t orb_comm_size(orb_comm_t comm, int *size)
 
 orb_status_t orb_comm_abort(orb_comm_t comm)
 {
-    /* Async-signal-safe: no locks, no allocation, no message; atomic stores and futex wakes. */
-    if (!comm || comm->magic != ORB_COMM_MAGIC)
+    /* Async-signal-safe: no locks, no allocation, no formatting or log; atomic stores, futex
+     * wakes and a fixed text copied into the thread's error. */
+    if (!comm || comm->magic != ORB_COMM_MAGIC) {
+        orb_set_thread_error_fixed("orb_comm_abort: comm is NULL or not a communicator; pass one from orb_comm_init_*");
         return ORB_ERR_INVALID_ARG;
+    }
     atomic_store(&comm->aborted, 1);
     atomic_store(&comm->async_error, ORB_ERR_ABORTED);
     if (comm->box)

@@ -41,8 +41,7 @@ orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *
         }
     free(masks);
     const int ncpu = CPU_COUNT(&all);
-    const char *set = getenv("ORBIT_SPIN_US");
-    if (set && *set)
+    if (orb_param_num_state(ORB_PARAM_SPIN_US) == ORB_PARAM_STATE_SET)
         *spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
     else
         *spin_s = nlocal > ncpu && ncpu > 0 ? 0.0 : orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;

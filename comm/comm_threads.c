@@ -15,7 +15,7 @@ typedef struct {
     int device; /* -1: host rank */
     orb_unique_id_t id;
     orb_status_t st;
-    char err[ORB_ERRMSG_BYTES];
+    char err[ORB_ERRMSG_BYTES]; /* why this rank failed; orb_comm_init_all puts its name before it */
 } init_all_arg_t;
 
 static void *init_all_thread(void *p)
@@ -23,8 +23,12 @@ static void *init_all_thread(void *p)
     init_all_arg_t *a = p;
     a->st = orb_comm_init_rank(a->slot, a->n, a->id, a->rank);
     if (a->st == ORB_OK && a->device >= 0) {
-        a->st = orb_cuda_comm_init_device(*a->slot, a->device, a->err, sizeof a->err);
+        char why[ORB_ERRMSG_BYTES] = "";
+        a->st = orb_cuda_comm_init_device(*a->slot, a->device, why, sizeof why);
         if (a->st != ORB_OK) {
+            snprintf(a->err, sizeof a->err, "rank %d: devices[%d]=%d: %.*s; pass a device that exists, or -1 for "
+                     "a host rank", a->rank, a->rank, a->device, ORB_ERRMSG_BYTES - 160,
+                     why[0] ? why : orb_strerror(a->st));
             orb_comm_destroy(*a->slot);
             *a->slot = NULL;
         }
@@ -37,8 +41,12 @@ static void *init_all_thread(void *p)
 
 orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices)
 {
-    if (!comms || ndev < 1 || ndev > 256) {
-        orb_set_thread_error("orb_comm_init_all: need comms != NULL and ndev in 1..256 (ndev=%d)", ndev);
+    if (!comms) {
+        orb_set_thread_error("orb_comm_init_all: comms (the output array) is NULL; pass room for ndev communicators");
+        return ORB_ERR_INVALID_ARG;
+    }
+    if (ndev < 1 || ndev > 256) {
+        orb_set_thread_error("orb_comm_init_all: ndev=%d is out of range 1..256", ndev);
         return ORB_ERR_INVALID_ARG;
     }
 #ifndef ORB_HAVE_CUDA
@@ -53,13 +61,18 @@ orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices)
 #endif
     orb_unique_id_t id;
     orb_status_t st = orb_get_unique_id(&id);
-    if (st != ORB_OK)
+    if (st != ORB_OK) {
+        char why[ORB_ERRMSG_BYTES];
+        snprintf(why, sizeof why, "%s", orb_thread_error());
+        orb_set_thread_error("orb_comm_init_all: %s", why);
         return st;
+    }
     init_all_arg_t *args = calloc((size_t)ndev, sizeof *args);
     pthread_t *th = calloc((size_t)ndev, sizeof *th);
     if (!args || !th) {
         free(args);
         free(th);
+        orb_set_thread_error("orb_comm_init_all: out of memory for the threads of %d ranks; free memory", ndev);
         return ORB_ERR_NO_MEMORY;
     }
     int started = 0;
@@ -72,19 +85,23 @@ orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices)
             /* The ranks already started wait for this one at the rendezvous and have no
              * communicator yet to abort: they fail when ORBIT_INIT_TIMEOUT runs out. */
             args[i].st = ORB_ERR_SYSTEM;
-            snprintf(args[i].err, sizeof args[i].err,
-                     "orb_comm_init_all: cannot start the thread of rank %d of %d: %s", i, ndev, strerror(e));
+            snprintf(args[i].err, sizeof args[i].err, "cannot start the thread of rank %d of %d: %s", i, ndev,
+                     strerror(e));
             break;
         }
     }
     st = started < ndev ? ORB_ERR_SYSTEM : ORB_OK;
+    /* The first failure's text, behind this function's name (not logged again: the rank's
+     * thread logged it). */
     if (st != ORB_OK)
-        snprintf(orb_thread_error(), ORB_ERRMSG_BYTES, "%s", args[started].err);
+        snprintf(orb_thread_error(), ORB_ERRMSG_BYTES, "orb_comm_init_all: %.*s", ORB_ERRMSG_BYTES - 32,
+                 args[started].err);
     for (int i = 0; i < started; i++) {
         pthread_join(th[i], NULL);
         if (args[i].st != ORB_OK && st == ORB_OK) {
             st = args[i].st;
-            snprintf(orb_thread_error(), ORB_ERRMSG_BYTES, "%s", args[i].err);
+            snprintf(orb_thread_error(), ORB_ERRMSG_BYTES, "orb_comm_init_all: %.*s", ORB_ERRMSG_BYTES - 32,
+                     args[i].err);
         }
     }
     if (st != ORB_OK)

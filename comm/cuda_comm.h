@@ -33,7 +33,7 @@ struct orb_cuda_state {
     int ready;
     int host_aborted;  /* orb_comm_abort was called */
     orb_status_t broken;
-    char broken_msg[1024];
+    char broken_msg[ORB_ERRMSG_BYTES / 2];
     orb_cuda_ipc_t ipc;
     cudaStream_t internal;    /* NULL-stream calls and uploads; never the legacy stream */
     cudaEvent_t last_done;    /* orders launches of this comm on different streams */

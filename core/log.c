@@ -2,10 +2,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include "param.h"
 
 static _Thread_local int log_rank = -1;
 static int log_level_cached = -1;
@@ -15,16 +16,16 @@ orb_log_level_t orb_log_level(void)
     int lvl = __atomic_load_n(&log_level_cached, __ATOMIC_RELAXED);
     if (lvl >= 0)
         return (orb_log_level_t)lvl;
-    const char *s = getenv("ORBIT_DEBUG");
+    /* param.c logs through here (a number that does not parse), and we read ORBIT_DEBUG
+     * through it: no loop, because orb_param_str never logs. */
+    const char *s = orb_param_str(ORB_PARAM_S_DEBUG);
     lvl = ORB_LOG_WARN;
-    if (s) {
-        if (!strcasecmp(s, "NONE") || !strcmp(s, "0"))
-            lvl = ORB_LOG_NONE;
-        else if (!strcasecmp(s, "INFO"))
-            lvl = ORB_LOG_INFO;
-        else if (!strcasecmp(s, "TRACE"))
-            lvl = ORB_LOG_TRACE;
-    }
+    if (!strcasecmp(s, "NONE") || !strcmp(s, "0"))
+        lvl = ORB_LOG_NONE;
+    else if (!strcasecmp(s, "INFO"))
+        lvl = ORB_LOG_INFO;
+    else if (!strcasecmp(s, "TRACE"))
+        lvl = ORB_LOG_TRACE;
     __atomic_store_n(&log_level_cached, lvl, __ATOMIC_RELAXED);
     return (orb_log_level_t)lvl;
 }

@@ -25,6 +25,16 @@ static const struct {
 #undef ORB_PARAM_ROW_
 };
 
+static orb_param_state_t state_of(const char *env)
+{
+    const char *s = getenv(env);
+    return !s ? ORB_PARAM_STATE_UNSET : *s ? ORB_PARAM_STATE_SET : ORB_PARAM_STATE_EMPTY;
+}
+
+orb_param_state_t orb_param_num_state(orb_param_num_t id) { return state_of(num_params[id].env); }
+
+orb_param_state_t orb_param_str_state(orb_param_str_t id) { return state_of(str_params[id].env); }
+
 double orb_param_num(orb_param_num_t id)
 {
     const char *s = getenv(num_params[id].env);

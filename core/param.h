@@ -7,10 +7,10 @@
 #define ORB_PARAM_NUM_MAP(X)                                                                  \
     X(INIT_TIMEOUT, "ORBIT_INIT_TIMEOUT", 120, "seconds init waits for every rank to arrive") \
     X(TIMEOUT, "ORBIT_TIMEOUT", 600, "seconds a call may wait without progress before ORB_ERR_TIMEOUT") \
-    X(CHECK, "ORBIT_CHECK", 1, "1: check that all ranks call the same collective (signature in every message); 0: off") \
-    X(SHM_SLOTS, "ORBIT_SHM_SLOTS", 8, "slots per shared-memory FIFO (per peer and channel)")  \
-    X(SHM_SLOT_BYTES, "ORBIT_SHM_SLOT_BYTES", 262144, "bytes of payload per shared-memory slot") \
-    X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8") \
+    X(CHECK, "ORBIT_CHECK", 1, "1: check that all ranks call the same collective (signature in every message); 0: off (piece sizes are still checked)") \
+    X(SHM_SLOTS, "ORBIT_SHM_SLOTS", 8, "slots per shared-memory FIFO (per peer and channel); the same on every rank")  \
+    X(SHM_SLOT_BYTES, "ORBIT_SHM_SLOT_BYTES", 262144, "bytes of payload per shared-memory slot; the same on every rank") \
+    X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8; the same on every rank") \
     X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding (unset: 20, or 0 when this host has more ranks than CPUs between them)") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
@@ -19,12 +19,13 @@
 
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
-    X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO, TRACE")                     \
+    X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO (interface, topology and ring at init, each call's algorithm), TRACE")                     \
     X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier (empty: the tuner decides)")    \
-    X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it)") \
-    X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system: keep the host's default)") \
-    X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude") \
+    X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it; empty: derived from MASTER_ADDR and MASTER_PORT)") \
+    X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \
+    X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude, = for an exact name") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
+    X(HOSTID, "ORBIT_HOSTID", "", "this host's identity: ranks with equal ids share memory (empty: hostname, boot id and network namespace); set it when different hosts look alike") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
     X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
     X(CPU_KERNELS, "ORBIT_CPU_KERNELS", "auto", "CPU reduction loops: auto (AVX2+F16C where the CPU has them), portable (baseline x86-64 / any ISA)") \
@@ -43,6 +44,13 @@ typedef enum {
 #undef ORB_PARAM_ENUM_
         ORB_PARAM_STR_COUNT
 } orb_param_str_t;
+
+/* Whether a knob's variable is in the environment with a value, set but empty, or absent.
+ * orb_param_num/_str read an empty value as unset; a knob whose default depends on the
+ * machine (ORBIT_SPIN_US) or for which empty means something (ORBIT_SOCKET_CC) asks this. */
+typedef enum { ORB_PARAM_STATE_UNSET = 0, ORB_PARAM_STATE_EMPTY, ORB_PARAM_STATE_SET } orb_param_state_t;
+orb_param_state_t orb_param_num_state(orb_param_num_t id);
+orb_param_state_t orb_param_str_state(orb_param_str_t id);
 
 /* Value of a numeric knob (environment read each call: cheap, and tests change it). A
  * value that does not parse falls back to the default with a warning. */

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "param.h"
+
 uint64_t orb_hash64(const void *data, size_t len, uint64_t seed)
 {
     const unsigned char *p = data;
@@ -66,8 +68,8 @@ int orb_proc_alive(pid_t pid, uint64_t start)
 
 uint64_t orb_host_id(void)
 {
-    const char *env = getenv("ORBIT_HOSTID");
-    if (env && *env)
+    const char *env = orb_param_str(ORB_PARAM_S_HOSTID);
+    if (*env)
         return orb_hash64(env, strlen(env), 7);
     char buf[512] = {0};
     size_t n = 0;

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "error.h"
+#include "mpi_dtype.h"
 
 static orb_status_t mpi_fail(orb_train_backend_t *be, int rc, const char *what)
 {
@@ -15,17 +16,14 @@ static orb_status_t mpi_fail(orb_train_backend_t *be, int rc, const char *what)
     return orb_train_fail(ORB_ERR_SYSTEM, "MPI %s failed on rank %d: %s", what, be->rank, msg);
 }
 
+/* Every buffer is typed as for a reduction, broadcasts too: float16/bfloat16 are refused
+ * whatever the call, as they always were here. */
 static orb_status_t mpi_type(orb_dtype_t dtype, MPI_Datatype *t)
 {
-    switch (dtype) {
-    case ORB_FLOAT32: *t = MPI_FLOAT; return ORB_OK;
-    case ORB_FLOAT64: *t = MPI_DOUBLE; return ORB_OK;
-    case ORB_INT32: *t = MPI_INT32_T; return ORB_OK;
-    case ORB_INT64: *t = MPI_INT64_T; return ORB_OK;
-    case ORB_UINT8: *t = MPI_UINT8_T; return ORB_OK;
-    default:
+    *t = orb_mpi_dtype(dtype, 1);
+    if (*t == MPI_DATATYPE_NULL)
         return orb_train_fail(ORB_ERR_UNSUPPORTED, "MPI backend: dtype %s not supported", orb_dtype_name(dtype));
-    }
+    return ORB_OK;
 }
 
 static orb_status_t mpi_init(orb_train_backend_t *be)

@@ -291,8 +291,10 @@ static orb_status_t root_gather_hellos(orb_bootstrap_t *bs, int lfd, double dead
                 wait = pend[i].deadline - now;
         int ms = wait > 0.5 ? 500 : (int)(wait * 1000) + 1;
         int rc = poll(pfd, (nfds_t)npend + 1, ms);
-        if (rc < 0 && errno != EINTR)
+        if (rc < 0 && errno != EINTR) {
+            snprintf(err, errlen, "rank 0: poll on the rendezvous socket failed: %s", strerror(errno));
             return ORB_ERR_SYSTEM;
+        }
         now = orb_now();
         for (int i = 0; i < npend; i++) {
             pending_t *p = &pend[i];
@@ -386,8 +388,10 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
         return ORB_ERR_INVALID_ARG;
     }
     bs->cards = calloc((size_t)nranks, sizeof *bs->cards);
-    if (!bs->cards)
+    if (!bs->cards) {
+        snprintf(err, errlen, "rank %d: out of memory for the cards of %d ranks; free memory", rank, nranks);
         return ORB_ERR_NO_MEMORY;
+    }
     bs->cards[rank] = *self;
     double deadline = orb_now() + timeout_s;
     orb_status_t st;
@@ -395,6 +399,7 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
     if (rank == 0) {
         bs->fds = malloc(sizeof(int) * (size_t)nranks);
         if (!bs->fds) {
+            snprintf(err, errlen, "rank 0: out of memory for the sockets of %d ranks; free memory", nranks);
             st = ORB_ERR_NO_MEMORY;
             goto err_free;
         }
@@ -449,6 +454,8 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
         size_t tlen = ORB_SECRET_BYTES + sizeof(orb_card_t) * (size_t)nranks;
         uint8_t *tbl = malloc(tlen);
         char why[160] = "";
+        if (!tbl)
+            snprintf(why, sizeof why, "out of memory for it (%zu bytes); free memory", tlen);
         st = tbl ? recv_msg(bs->root_fd, ORB_BOOT_TABLE, tbl, (uint32_t)tlen, deadline, why, sizeof why)
                  : ORB_ERR_NO_MEMORY;
         if (st == ORB_OK && !orb_secret_equal(tbl, bs->secret)) {
@@ -470,6 +477,10 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
             }
             goto err_close;
         }
+    } else {
+        snprintf(err, errlen, "rank %d could not say hello to rank 0 at %s (%s): is rank 0 still running? "
+                              "see its error", rank, orb_sockaddr_str(&root_addr, ab, sizeof ab), orb_strerror(st));
+        goto err_close;
     }
     return st;
 

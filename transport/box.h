@@ -21,7 +21,7 @@ typedef struct {
     int32_t rank;
     int32_t nranks;
     char pad0[48];
-    _Atomic uint32_t doorbell; /* own cache line: rung by every peer */
+    _Atomic uint32_t doorbell; /* own cache line: every peer wakes it */
     _Atomic uint32_t waiters;
     char pad1[56];
     _Atomic int32_t closed;     /* owner destroyed its communicator */

@@ -34,7 +34,7 @@ typedef struct {
     size_t slot_bytes;
     const uint8_t *secret;     /* the job's: authenticates connections */
     const char *name;          /* this rank's shared-memory name prefix (card.shm_name) */
-    orb_box_t *box;            /* this rank's box: ring it when data moves, post errors peers report */
+    orb_box_t *box;            /* this rank's box: wake it when data moves, post errors peers report */
     orb_box_t *const *boxes;   /* every rank's box as this rank maps it (NULL: another host) */
 } orb_transport_args_t;
 

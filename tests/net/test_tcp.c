@@ -2,7 +2,7 @@
  * through net.h and the connection ops, no communicator around them.
  *
  *   test_tcp wire      the wire checks and the stripe split, no sockets
- *   test_tcp data      pieces of every size both ways on every channel, ring wrap-around,
+ *   test_tcp data      pieces of every size both ways on every channel, FIFO wrap-around,
  *                      flow control with a slow reader (run with ORBIT_NSOCKS=1 and >1)
  *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
  *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
@@ -211,7 +211,7 @@ static uint8_t piece_byte(int from, int ch, int i, uint32_t k) { return (uint8_t
 
 typedef struct {
     side_t *s;
-    int slow; /* the receiver dawdles: the sender's ring and the sockets fill up */
+    int slow; /* the receiver dawdles: the sender's FIFO and the sockets fill up */
     int bad;
 } pump_t;
 

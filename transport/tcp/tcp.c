@@ -18,19 +18,16 @@
 
 /* Socket buffers: enough to keep a 10 Gb/s link busy across a 2 ms round trip. */
 #define SOCK_BUF_BYTES (4 << 20)
-/* Congestion control for our sockets unless ORBIT_SOCKET_CC names another ("" or "system":
- * the host's default). Paced algorithms (bbr) held one flow to well under the link rate in
- * our measurements (docs/transports.md); cubic does not pace. */
-#define DEFAULT_CC "cubic"
-
-/* The congestion control our sockets ask for, NULL for the system's. (ORBIT_SOCKET_CC is
- * read here until core/param.h's table lists it.) */
+/* The congestion control our sockets ask for, NULL for the system's: ORBIT_SOCKET_CC, cubic
+ * unless it names another ("system", or set but empty: the host's default). Paced algorithms
+ * (bbr) held one flow to well under the link rate in our measurements (docs/transports.md);
+ * cubic does not pace. */
 static const char *wanted_cc(void)
 {
-    const char *cc = getenv("ORBIT_SOCKET_CC");
-    if (!cc)
-        return DEFAULT_CC;
-    return !*cc || !strcmp(cc, "system") ? NULL : cc;
+    if (orb_param_str_state(ORB_PARAM_S_SOCKET_CC) == ORB_PARAM_STATE_EMPTY)
+        return NULL;
+    const char *cc = orb_param_str(ORB_PARAM_S_SOCKET_CC);
+    return !strcmp(cc, "system") ? NULL : cc;
 }
 
 /* Ask for our congestion control on fd; what it runs ends up in got. */
@@ -257,7 +254,7 @@ orb_status_t orb_tcp_check(orb_tcp_t *net, int *lost)
     /* A peer that left in good order is lost to us only if we still wait for it. want_rx and
      * want_tx say what the executor found when it last looked, which may be stale: the peer's
      * last pieces may have been delivered since (they arrive before its sockets end), or the
-     * thread may have written out the ring that was full. Only an empty receive ring or a
+     * thread may have written out the FIFO that was full. Only an empty receive FIFO or a
      * still full send FIFO means waiting. Reading closed first orders the thread's work before. */
     for (int i = 0; i < net->npeers; i++) {
         if (!atomic_load(&net->peers[i].closed))
