@@ -74,6 +74,7 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
                         int *sync_prev)
 {
     const int p2p = orb_coll_p2p(k->coll);
+    *sig = (orb_slot_hdr_t){0}; /* the whole header travels: no byte of it undefined */
     *sync_next = *sync_prev = -1;
     if (c->check_signatures && c->nranks > 1 && !p2p && (orb_coll_rooted(k->coll) || k->count == 0)) {
         *sync_next = c->ring_next;

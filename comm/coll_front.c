@@ -16,18 +16,20 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
     const orb_call_t *k = &p->a;
-    const char *fn = orb_coll_fn_name(k->coll);
     /* a barrier moves one byte, whatever dtype it names */
     const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
     p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op};
     const orb_plan_cache_entry_t *entry;
-    char why[ORB_ERRMSG_BYTES / 2] = "";
+    char why[ORB_ERRMSG_BYTES / 2];
+    why[0] = 0; /* not = "": that would clear all of it on every call */
     orb_status_t st = orb_comm_plan(c, &p->key, &entry, why, sizeof why);
     if (st != ORB_OK)
-        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", fn, c->rank, why);
+        return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", orb_coll_fn_name(k->coll),
+                             c->rank, why);
     p->plan = &entry->plan;
     orb_call_signature(c, k, &p->sig, &p->sync_next, &p->sync_prev);
-    ORB_INFO("%s #%llu count %zu %s%s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)", fn,
+    ORB_INFO("%s #%llu count %zu %s%s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)",
+             orb_coll_fn_name(k->coll),
              (unsigned long long)c->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
              orb_algo_name(p->plan->args.algo), p->plan->args.chunk_elems, p->plan->nlanes,
              p->plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
@@ -120,13 +122,22 @@ static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepa
  * for after all are out. Then the host calls, one run per communicator. */
 static orb_status_t run_group(queued_t *q, int n)
 {
-    orb_prepared_t *mine = malloc(sizeof *mine * (size_t)n);
-    struct orb_comm **pending = calloc((size_t)n, sizeof *pending);
-    char *taken = calloc((size_t)n, 1);
+    /* Small groups (a send and a recv) keep their bookkeeping on the stack: this is the
+     * latency path of every grouped point-to-point call. */
+    enum { SMALL = 16 };
+    orb_prepared_t mine_s[SMALL];
+    struct orb_comm *pending_s[SMALL];
+    char taken_s[SMALL] = {0};
+    const int small = n <= SMALL;
+    orb_prepared_t *mine = small ? mine_s : malloc(sizeof *mine * (size_t)n);
+    struct orb_comm **pending = small ? pending_s : malloc(sizeof *pending * (size_t)n);
+    char *taken = small ? taken_s : calloc((size_t)n, 1);
     if (!mine || !pending || !taken) {
-        free(mine);
-        free(pending);
-        free(taken);
+        if (!small) {
+            free(mine);
+            free(pending);
+            free(taken);
+        }
         orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
         return ORB_ERR_NO_MEMORY;
     }
@@ -163,9 +174,11 @@ static orb_status_t run_group(queued_t *q, int n)
         if (st == ORB_OK)
             st = s;
     }
-    free(mine);
-    free(pending);
-    free(taken);
+    if (!small) {
+        free(mine);
+        free(pending);
+        free(taken);
+    }
     return st;
 }
 
@@ -195,7 +208,13 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
     orb_status_t st = orb_comm_check_handle(comm, orb_coll_fn_name(k->coll));
     if (st != ORB_OK)
         return st;
-    orb_prepared_t p = {.comm = comm, .a = *k, .stream = stream, .in = k->sendbuf, .out = k->recvbuf};
+    /* Filled field by field as the call goes (not zeroed first: this is every call's path). */
+    orb_prepared_t p;
+    p.comm = comm;
+    p.a = *k;
+    p.stream = stream;
+    p.in = k->sendbuf;
+    p.out = k->recvbuf;
     p.device = stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf);
     st = orb_call_validate(comm, k, &p.in_count, &p.out_count);
     if (st != ORB_OK)

@@ -18,25 +18,24 @@ static size_t scratch_need(const orb_prepared_t *p)
     return (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
 }
 
-static orb_exec_op_t exec_op(struct orb_comm *c, const orb_prepared_t *p)
+/* Built in place: an operation is some 260 bytes, and this is every call's path. */
+static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *op)
 {
-    orb_exec_op_t op = {
+    *op = (orb_exec_op_t){
         .plan = p->plan, .in = p->in, .out = p->out, .dtype = p->a.dtype,
         .op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op, .postdiv = p->a.op == ORB_AVG ? c->nranks : 0,
         .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev,
     };
     if (p->a.coll == ORB_COLL_BARRIER) {
-        op.in = op.out = &c->barrier_byte; /* one byte moves; only its arrival matters */
-        op.dtype = ORB_UINT8;
-        op.op = ORB_MAX;
-        op.postdiv = 0;
+        op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
+        op->dtype = ORB_UINT8;
+        op->op = ORB_MAX;
+        op->postdiv = 0;
     }
-    return op;
 }
 
 orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
 {
-    const char *fn = orb_coll_fn_name(p[0].a.coll);
     if (c->broken)
         return orb_comm_fail(c, c->broken, "rank %d: the communicator is unusable after an earlier error "
                                            "(%s); destroy it and create a new one",
@@ -50,10 +49,11 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
         return orb_comm_fail(c, posted, "%s", err);
     }
 
-    orb_exec_op_t one, *ops = n == 1 ? &one : malloc(sizeof *ops * (size_t)n);
+    orb_exec_op_t few[4]; /* a call, or a small group's: no allocation on the latency path */
+    orb_exec_op_t *ops = n <= 4 ? few : malloc(sizeof *ops * (size_t)n);
     if (!ops)
-        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for the %d calls of a group", fn, c->rank,
-                             n);
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "orb_group_end: rank %d: no memory for the %d calls of a group",
+                             c->rank, n);
     /* A non-root of reduce/gather that must hold partial results gets room of its own. */
     size_t need = 0;
     for (int i = 0; i < n; i++)
@@ -61,17 +61,17 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
     if (need > c->scratch_bytes) {
         void *s = realloc(c->scratch, need);
         if (!s) {
-            if (ops != &one)
+            if (ops != few)
                 free(ops);
-            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for %zu bytes of scratch", fn,
-                                 c->rank, need);
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for %zu bytes of scratch",
+                                 orb_coll_fn_name(p[0].a.coll), c->rank, need);
         }
         c->scratch = s;
         c->scratch_bytes = need;
     }
     char *scratch = c->scratch;
     for (int i = 0; i < n; i++) {
-        ops[i] = exec_op(c, &p[i]);
+        exec_op(c, &p[i], &ops[i]);
         size_t s = scratch_need(&p[i]);
         if (s) {
             ops[i].out = scratch;
@@ -79,7 +79,7 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
         }
     }
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
-    if (ops != &one)
+    if (ops != few)
         free(ops);
     if (st != ORB_OK) {
         c->broken = st;
