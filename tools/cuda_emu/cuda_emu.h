@@ -31,6 +31,7 @@ extern thread_local dim3 blockDim, gridDim;
 namespace orb_emu {
 void syncthreads(); /* emu_grid.cc */
 void *dynamic_smem();
+void yield_point(); /* emu_slice.cc */
 } /* namespace orb_emu */
 
 static inline void __syncthreads() { orb_emu::syncthreads(); }
@@ -43,8 +44,16 @@ static inline void __threadfence_system() {}
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
-/* A waiting thread lets the OS thread of the block it waits for run (2 cores, many blocks). */
-static inline void __nanosleep(unsigned) { sched_yield(); }
+/* A waiting thread lets the OS thread of the block it waits for run (2 cores, many blocks), and
+ * it is where a block of a process whose time slice is over stops until the process gets the
+ * device again (emu_slice.cc): a spinning kernel of orbit reaches it in every Spin::check. */
+static inline void __nanosleep(unsigned) { orb_emu::yield_point(); }
+
+/* The C++ form of cudaFuncGetAttributes that cuda_runtime.h gives nvcc's sources. */
+template <class T> static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, T *entry)
+{
+    return ::cudaFuncGetAttributes(attr, reinterpret_cast<const void *>(entry));
+}
 
 template <typename T> static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 template <typename T> static inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }

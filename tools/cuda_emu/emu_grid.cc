@@ -233,7 +233,7 @@ void syncthreads()
 
 void *dynamic_smem() { return runner->smem.data(); }
 
-void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<void()> &body)
+void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<void()> &body, int device)
 {
     const unsigned nblocks = grid.x * grid.y * grid.z;
     const int nthreads = (int)(block.x * block.y * block.z);
@@ -259,21 +259,26 @@ void grid_run(dim3 grid, dim3 block, size_t dynamic_smem, const std::function<vo
             r.seq[(size_t)t] = fiber_order() == Order::reverse ? nthreads - 1 - t : t;
         runner = &r;
         Stacks st = stacks_get(nthreads);
-        for (unsigned b; (b = next.fetch_add(1)) < nblocks;)
+        for (unsigned b; (b = next.fetch_add(1)) < nblocks;) {
+            slice_block_begin(device); /* a block starts in its process's time slice */
             run_block(r, st, b);
+            slice_block_end();
+        }
         stacks_put(st);
         runner = nullptr;
     };
+    slice_grid_begin(device);
     if (nos == 1) {
         work();
-        return;
+    } else {
+        std::vector<std::thread> th;
+        th.reserve(nos);
+        for (unsigned i = 0; i < nos; i++)
+            th.emplace_back(work);
+        for (auto &t : th)
+            t.join();
     }
-    std::vector<std::thread> th;
-    th.reserve(nos);
-    for (unsigned i = 0; i < nos; i++)
-        th.emplace_back(work);
-    for (auto &t : th)
-        t.join();
+    slice_grid_end(device);
 }
 
 } /* namespace orb_emu */

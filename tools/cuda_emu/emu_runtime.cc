@@ -4,9 +4,13 @@
  * - "Device memory" is a shared mapping of a memfd, so other processes can map it through
  *   IPC handles; host memory is ordinary memory. One address space: a device pointer is a
  *   host pointer.
- * - A stream is a worker thread that runs queued operations in order. Each stream has
- *   its own thread so that kernels of different streams (of different ranks) run at the
- *   same time and may spin-wait on each other, as they do on a GPU.
+ * - Streams run on hardware queues, as on a GPU: a device's streams in a process share
+ *   CUDA_DEVICE_MAX_CONNECTIONS queues (round-robin), each a worker thread that runs its
+ *   jobs in submission order, so kernels of streams on different queues run at the same time
+ *   and may spin-wait on each other, and a job at the head of a queue holds back every
+ *   stream on it. Per-stream counters give stream order and synchronisation.
+ * - The implicit synchronisations that make such waits deadlock on a GPU: allocations and a
+ *   kernel's first (lazy) load wait for all the device's work of the process.
  * - The legacy NULL stream's ordering with blocking streams is kept with sequence numbers:
  *   an operation carries a snapshot of the counters it must wait for.
  * - Stream capture records the operations into a graph instead of running them; a graph
@@ -80,6 +84,12 @@ cudaError_t fail(cudaError_t e)
 
 bool valid_device(int d) { return d >= 0 && d < orb_emu::device_count(); }
 
+/* A call that needs the current device's context (CUDA makes it on the first such call). */
+cudaError_t open_context(int device)
+{
+    return orb_emu::device_open(device) ? cudaSuccess : fail(cudaErrorDevicesUnavailable);
+}
+
 /* ---- streams, events and graphs ----------------------------------------------------------- */
 
 using Op = std::function<void()>;
@@ -141,9 +151,40 @@ struct Dep {
     uint64_t seq;
 };
 
+/* One operation of a stream, queued on the stream's hardware queue. */
 struct Job {
+    std::shared_ptr<Stream> stream; /* whose counter it completes */
     std::vector<Dep> deps;
     Op fn;
+};
+
+/* A hardware queue (a "connection" of CUDA_DEVICE_MAX_CONNECTIONS): one worker thread runs
+ * the jobs of every stream assigned to it in submission order, so a job at the head (a
+ * kernel that spins, a wait for an event) holds back every later job of every stream on the
+ * queue, as a GPU's hardware queue does. */
+struct Queue {
+    int device = 0;
+    std::mutex mu; /* jobs and counters */
+    std::condition_variable work_cv, done_cv;
+    std::deque<Job> jobs;
+    uint64_t enqueued = 0, completed = 0;
+    bool stop = false; /* a destroyed stream's own queue (ORBIT_CUDA_EMU_HW_QUEUES=0) */
+
+    void wait_for(uint64_t seq)
+    {
+        std::unique_lock<std::mutex> lk(mu);
+        done_cv.wait(lk, [&] { return completed >= seq; });
+    }
+    uint64_t enqueued_now()
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        return enqueued;
+    }
+    bool drained()
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        return stop && completed == enqueued;
+    }
 };
 
 struct Stream {
@@ -151,13 +192,11 @@ struct Stream {
     bool blocking = true; /* cudaStreamDefault: orders with the legacy NULL stream */
     bool legacy = false;
     unsigned flags = 0;
+    std::shared_ptr<Queue> queue; /* fixed at creation */
 
-    std::mutex mu; /* queue and counters */
-    std::condition_variable work_cv, done_cv;
-    std::deque<Job> queue;
+    std::mutex mu; /* counters */
+    std::condition_variable done_cv;
     uint64_t enqueued = 0, completed = 0;
-    bool stop = false;
-    std::thread worker;
 
     /* guarded by State::mu */
     std::shared_ptr<Graph> capture;
@@ -173,39 +212,76 @@ struct Stream {
         std::lock_guard<std::mutex> lk(mu);
         return enqueued;
     }
+    bool idle()
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        return completed == enqueued;
+    }
 };
 
-void worker_main(Stream *s)
+void queue_main(std::shared_ptr<Queue> q)
 {
     for (;;) {
         Job job;
         {
-            std::unique_lock<std::mutex> lk(s->mu);
-            s->work_cv.wait(lk, [s] { return s->stop || !s->queue.empty(); });
-            if (s->queue.empty())
+            std::unique_lock<std::mutex> lk(q->mu);
+            q->work_cv.wait(lk, [&] { return q->stop || !q->jobs.empty(); });
+            if (q->jobs.empty())
                 return; /* stopped and drained */
-            job = std::move(s->queue.front());
-            s->queue.pop_front();
+            job = std::move(q->jobs.front());
+            q->jobs.pop_front();
         }
         for (const Dep &d : job.deps)
             d.s->wait_for(d.seq);
-        t_device = s->device; /* work on a stream runs "on" its device */
+        t_device = q->device; /* work on a stream runs "on" its device */
         if (job.fn)
             job.fn();
+        std::shared_ptr<Stream> s = std::move(job.stream);
         job = Job(); /* release what the operation held before announcing completion */
-        std::lock_guard<std::mutex> lk(s->mu);
-        s->completed++;
-        s->done_cv.notify_all();
+        {
+            std::lock_guard<std::mutex> lk(s->mu);
+            s->completed++;
+            s->done_cv.notify_all();
+        }
+        std::lock_guard<std::mutex> lk(q->mu);
+        q->completed++;
+        q->done_cv.notify_all();
     }
 }
 
-/* Lock order: State::mu, then one Stream::mu at a time. Record::mu, MemState::mu and
- * PeerState::mu are never held together with another lock, and no lock is held while an
- * operation runs. */
+/* CUDA_DEVICE_MAX_CONNECTIONS (the real variable, 1-32, default 8): hardware queues per device
+ * and process. ORBIT_CUDA_EMU_HW_QUEUES=0 gives every stream a queue of its own instead. */
+int max_connections()
+{
+    static const int n = env_int("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, 32);
+    return n;
+}
+
+bool hw_queues()
+{
+    static const bool on = env_int("ORBIT_CUDA_EMU_HW_QUEUES", 1, 0, 1) != 0;
+    return on;
+}
+
+/* A device's context in this process: its hardware queues and its legacy NULL stream, made
+ * on first use. The NULL stream exists from the context's start, so it takes queue 0 and the
+ * created streams take 1, 2, ... round-robin. */
+struct Context {
+    std::vector<std::shared_ptr<Queue>> hw; /* started on first assignment */
+    std::vector<std::shared_ptr<Queue>> own; /* ORBIT_CUDA_EMU_HW_QUEUES=0: one per stream */
+    unsigned next = 0;
+    std::shared_ptr<Stream> legacy;
+};
+
+/* Lock order: State::mu, then one Queue::mu or one Stream::mu at a time (never both).
+ * Loader::load_mu is taken before State::mu, never under it. Record::mu, MemState::mu,
+ * PeerState::mu and Loader::set_mu are never held together with another lock, and no lock
+ * is held while an operation runs. */
 struct State {
     std::mutex mu;
     std::unordered_map<Stream *, std::shared_ptr<Stream>> streams; /* created, not destroyed */
-    std::vector<std::shared_ptr<Stream>> legacy;                     /* per device, lazily */
+    std::vector<std::shared_ptr<Stream>> retired; /* destroyed with work still queued */
+    std::vector<std::unique_ptr<Context>> ctx;    /* per device, lazily */
     std::unordered_map<Event *, std::shared_ptr<Event>> events;
     std::unordered_map<Graph *, std::shared_ptr<Graph>> graphs;
     std::unordered_map<Exec *, std::shared_ptr<Exec>> execs;
@@ -223,29 +299,61 @@ bool is_null_stream(cudaStream_t h)
     return h == nullptr || h == cudaStreamLegacy || h == cudaStreamPerThread;
 }
 
-std::shared_ptr<Stream> start_stream(int device, unsigned flags, bool legacy)
+/* A queue and its worker, which is never joined (see the top of the file). May throw. */
+std::shared_ptr<Queue> start_queue(int device)
+{
+    auto q = std::make_shared<Queue>();
+    q->device = device;
+    std::thread(queue_main, q).detach();
+    return q;
+}
+
+/* The queue a new stream of the context gets. Needs State::mu. May throw. */
+std::shared_ptr<Queue> assign_queue_locked(Context &c, int device)
+{
+    if (!hw_queues()) {
+        c.own.push_back(start_queue(device));
+        return c.own.back();
+    }
+    size_t i = c.next++ % c.hw.size();
+    if (!c.hw[i])
+        c.hw[i] = start_queue(device);
+    return c.hw[i];
+}
+
+std::shared_ptr<Stream> make_stream_locked(Context &c, int device, unsigned flags, bool legacy)
 {
     auto s = std::make_shared<Stream>();
     s->device = device;
     s->flags = flags;
     s->blocking = legacy || !(flags & cudaStreamNonBlocking);
     s->legacy = legacy;
-    s->worker = std::thread(worker_main, s.get());
+    s->queue = assign_queue_locked(c, device);
     return s;
+}
+
+/* The device's context, made with its NULL stream on first use. Needs State::mu. May throw. */
+Context &ctx_locked(int device)
+{
+    State &g = st();
+    if (g.ctx.size() < (size_t)orb_emu::device_count())
+        g.ctx.resize((size_t)orb_emu::device_count());
+    std::unique_ptr<Context> &c = g.ctx[(size_t)device];
+    if (!c) {
+        auto n = std::make_unique<Context>();
+        n->hw.resize((size_t)max_connections());
+        n->legacy = make_stream_locked(*n, device, 0, true);
+        c = std::move(n);
+    }
+    return *c;
 }
 
 /* The stream a handle names, or null for a handle that is not live. Needs State::mu. */
 std::shared_ptr<Stream> lookup_stream_locked(cudaStream_t h)
 {
     State &g = st();
-    if (is_null_stream(h)) {
-        int d = t_device;
-        if (g.legacy.size() < (size_t)orb_emu::device_count())
-            g.legacy.resize((size_t)orb_emu::device_count());
-        if (!g.legacy[(size_t)d])
-            g.legacy[(size_t)d] = start_stream(d, 0, true);
-        return g.legacy[(size_t)d];
-    }
+    if (is_null_stream(h))
+        return ctx_locked(t_device).legacy;
     auto it = g.streams.find(reinterpret_cast<Stream *>(h));
     return it == g.streams.end() ? nullptr : it->second;
 }
@@ -263,24 +371,41 @@ template <class F> cudaError_t with_stream(cudaStream_t h, const void *out, F f)
     return cudaSuccess;
 }
 
+/* Every stream of the process that may still have work: the live ones, the destroyed ones
+ * not yet drained (dropped here once drained) and the NULL streams. Needs State::mu. */
+template <class F> void each_stream_locked(F f)
+{
+    State &g = st();
+    for (auto &kv : g.streams)
+        f(kv.second);
+    size_t k = 0;
+    for (size_t i = 0; i < g.retired.size(); i++)
+        if (!g.retired[i]->idle()) {
+            f(g.retired[i]);
+            g.retired[k++] = g.retired[i];
+        }
+    g.retired.resize(k);
+    for (auto &c : g.ctx)
+        if (c)
+            f(c->legacy);
+}
+
 /* What an operation queued now on s must wait for, beyond s's own order: the legacy
  * semantics between the NULL stream and the blocking streams of its device. Needs State::mu,
  * which also makes the snapshot and the push one step for other submitters. */
 std::vector<Dep> legacy_deps_locked(const std::shared_ptr<Stream> &s)
 {
-    State &g = st();
     std::vector<Dep> deps;
     if (s->legacy) {
-        for (auto &kv : g.streams) {
-            const auto &t = kv.second;
-            if (t->device != s->device || !t->blocking)
-                continue;
+        each_stream_locked([&](const std::shared_ptr<Stream> &t) {
+            if (t->device != s->device || !t->blocking || t->legacy)
+                return;
             std::lock_guard<std::mutex> lk(t->mu);
             if (t->completed < t->enqueued)
                 deps.push_back({t, t->enqueued});
-        }
-    } else if (s->blocking && (size_t)s->device < g.legacy.size() && g.legacy[(size_t)s->device]) {
-        const auto &l = g.legacy[(size_t)s->device];
+        });
+    } else if (s->blocking) {
+        const auto &l = ctx_locked(s->device).legacy;
         std::lock_guard<std::mutex> lk(l->mu);
         if (l->completed < l->enqueued)
             deps.push_back({l, l->enqueued});
@@ -291,12 +416,18 @@ std::vector<Dep> legacy_deps_locked(const std::shared_ptr<Stream> &s)
 void push_locked(const std::shared_ptr<Stream> &s, Op fn)
 {
     Job job;
+    job.stream = s;
     job.deps = legacy_deps_locked(s);
     job.fn = std::move(fn);
-    std::lock_guard<std::mutex> lk(s->mu);
-    s->queue.push_back(std::move(job));
-    s->enqueued++;
-    s->work_cv.notify_one();
+    {
+        std::lock_guard<std::mutex> lk(s->mu);
+        s->enqueued++;
+    }
+    Queue &q = *s->queue;
+    std::lock_guard<std::mutex> lk(q.mu);
+    q.jobs.push_back(std::move(job));
+    q.enqueued++;
+    q.work_cv.notify_one();
 }
 
 /* Turn a node into the operation that runs it, taking the event's state now. Needs State::mu. */
@@ -342,22 +473,39 @@ template <class Pred> void wait_streams(Pred pred)
 {
     std::vector<Dep> deps;
     {
-        State &g = st();
-        std::lock_guard<std::mutex> lk(g.mu);
-        for (auto &kv : g.streams)
-            if (pred(*kv.second))
-                deps.push_back({kv.second, kv.second->enqueued_now()});
-        for (auto &l : g.legacy)
-            if (l && pred(*l))
-                deps.push_back({l, l->enqueued_now()});
+        std::lock_guard<std::mutex> lk(st().mu);
+        each_stream_locked([&](const std::shared_ptr<Stream> &s) {
+            if (pred(*s))
+                deps.push_back({s, s->enqueued_now()});
+        });
     }
     for (const Dep &d : deps)
         d.s->wait_for(d.seq);
 }
 
+/* Block the calling thread until all work this process queued on the device before the call
+ * has completed: every queue of the device's context (destroyed streams' work included). */
 void wait_device(int device)
 {
-    wait_streams([device](const Stream &s) { return s.device == device; });
+    std::vector<std::pair<std::shared_ptr<Queue>, uint64_t>> w;
+    {
+        State &g = st();
+        std::lock_guard<std::mutex> lk(g.mu);
+        if ((size_t)device >= g.ctx.size() || !g.ctx[(size_t)device])
+            return; /* no context: nothing queued */
+        Context &c = *g.ctx[(size_t)device];
+        size_t k = 0;
+        for (size_t i = 0; i < c.own.size(); i++)
+            if (!c.own[i]->drained())
+                c.own[k++] = c.own[i];
+        c.own.resize(k);
+        for (auto *v : {&c.hw, &c.own})
+            for (auto &q : *v)
+                if (q)
+                    w.push_back({q, q->enqueued_now()});
+    }
+    for (auto &x : w)
+        x.first->wait_for(x.second);
 }
 
 /* A synchronous copy or set is an operation of the device's NULL stream: it starts after the
@@ -365,6 +513,78 @@ void wait_device(int device)
 void wait_null_stream_order(int device)
 {
     wait_streams([device](const Stream &s) { return s.device == device && s.blocking; });
+}
+
+/* ---- implicit synchronisations: allocation and module loading ----------------------------- */
+
+/* ORBIT_CUDA_EMU_ALLOC_SYNC (default 1): the allocation calls wait for all work this process
+ * queued on the device, as the CUDA programming guide's "implicit synchronization" lists
+ * (a page-locked host memory allocation, a device memory allocation); cudaFreeHost and
+ * cudaHostUnregister unmap memory from the device and wait likewise in practice, and a
+ * program that leans on any of them not waiting hangs on some GPU, driver or load. 0: only
+ * cudaFree waits (documented, and it must: the emulator unmaps the memory). */
+bool alloc_sync()
+{
+    static const bool on = env_int("ORBIT_CUDA_EMU_ALLOC_SYNC", 1, 0, 1) != 0;
+    return on;
+}
+
+void alloc_wait(int device)
+{
+    if (alloc_sync())
+        wait_device(device);
+}
+
+/* CUDA_MODULE_LOADING (the real variable): LAZY, the default since CUDA 12.2, loads a kernel
+ * at its first launch in the context, and loading may synchronise the context: the launch
+ * first waits for all work queued on the device by this process. EAGER loads everything when
+ * the context starts. cudaFuncGetAttributes loads the function (the usual way to load kernels
+ * at setup). */
+bool lazy_loading()
+{
+    static const bool lazy = [] {
+        const char *e = getenv("CUDA_MODULE_LOADING");
+        if (e && !strcmp(e, "EAGER"))
+            return false;
+        if (e && *e && strcmp(e, "LAZY"))
+            fprintf(stderr, "orbit CUDA emulator: CUDA_MODULE_LOADING=%s is not LAZY or EAGER; using LAZY\n", e);
+        return true;
+    }();
+    return lazy;
+}
+
+struct Loader {
+    std::mutex set_mu;  /* loaded */
+    std::mutex load_mu; /* held while loading: the context's loader lock */
+    std::set<std::pair<int, const void *>> loaded; /* (device, function) */
+
+    bool is_loaded(int device, const void *f)
+    {
+        std::lock_guard<std::mutex> lk(set_mu);
+        return loaded.count({device, f}) != 0;
+    }
+};
+
+Loader &loader()
+{
+    static Loader *l = new Loader();
+    return *l;
+}
+
+/* Load function f in the device's context, if lazy loading has not yet: a context-wide wait. */
+void load_function(int device, const void *f)
+{
+    if (!f || !lazy_loading())
+        return;
+    Loader &l = loader();
+    if (l.is_loaded(device, f))
+        return;
+    std::lock_guard<std::mutex> lk(l.load_mu);
+    if (l.is_loaded(device, f))
+        return;
+    wait_device(device);
+    std::lock_guard<std::mutex> ls(l.set_mu);
+    l.loaded.insert({device, f});
 }
 
 std::shared_ptr<Event> lookup_event_locked(cudaEvent_t h)
@@ -610,6 +830,7 @@ const ErrorText kErrors[] = {
     E(cudaErrorStreamCaptureWrongThread,
       "attempt to terminate a thread-local capture sequence from another thread"),
     E(cudaErrorTimeout, "wait operation timed out"),
+    E(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable"),
     E(cudaErrorUnknown, "unknown error"),
 };
 #undef E
@@ -712,7 +933,7 @@ int device_count()
 } /* namespace orb_emu */
 
 cudaError_t orb_emu_launch(dim3 grid, dim3 block, size_t dynamic_smem, cudaStream_t stream,
-                           std::function<void()> body)
+                           std::function<void()> body, const void *func)
 {
     const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
     unsigned long long threads = 1;
@@ -723,6 +944,8 @@ cudaError_t orb_emu_launch(dim3 grid, dim3 block, size_t dynamic_smem, cudaStrea
     }
     if (threads > (unsigned long long)kMaxThreadsPerBlock || dynamic_smem > kSmemPerBlockOptin)
         return fail(cudaErrorInvalidConfiguration);
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     /* the kernel keeps the device it was launched for, also when replayed from a graph */
     int device;
     {
@@ -732,10 +955,12 @@ cudaError_t orb_emu_launch(dim3 grid, dim3 block, size_t dynamic_smem, cudaStrea
             return fail(cudaErrorInvalidResourceHandle);
         device = s->device;
     }
+    /* a launch into a capture loads the kernel too: the graph's node needs it */
+    load_function(device, func);
     Node n;
     n.fn = [grid, block, dynamic_smem, device, body = std::move(body)] {
         t_device = device;
-        orb_emu::grid_run(grid, block, dynamic_smem, body);
+        orb_emu::grid_run(grid, block, dynamic_smem, body, device);
     };
     return submit(stream, std::move(n));
 }
@@ -781,6 +1006,8 @@ cudaError_t cudaSetDevice(int device)
 {
     if (!valid_device(device))
         return fail(cudaErrorInvalidDevice);
+    if (open_context(device) != cudaSuccess) /* CUDA 12 makes the primary context here */
+        return cudaErrorDevicesUnavailable;
     t_device = device;
     return cudaSuccess;
 }
@@ -926,7 +1153,28 @@ cudaError_t cudaDeviceDisablePeerAccess(int peerDevice)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     wait_device(t_device);
+    return cudaSuccess;
+}
+
+/* functions: what an sm_90 kernel of the emulator reports, and the load that lazy loading
+ * would do at the first launch (done here once, the same context-wide wait) */
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    if (!attr)
+        return fail(cudaErrorInvalidValue);
+    if (!func)
+        return fail(cudaErrorInvalidDeviceFunction);
+    load_function(t_device, func);
+    memset(attr, 0, sizeof *attr);
+    attr->maxThreadsPerBlock = kMaxThreadsPerBlock;
+    attr->numRegs = 32;
+    attr->ptxVersion = 90;
+    attr->binaryVersion = 90;
+    attr->maxDynamicSharedSizeBytes = (int)kSmemPerBlock;
+    attr->preferredShmemCarveout = -1;
     return cudaSuccess;
 }
 
@@ -948,12 +1196,23 @@ cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
 
 /* memory */
 
-cudaError_t cudaMalloc(void **devPtr, size_t size) { return alloc_shared(devPtr, size, Kind::Device); }
+cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
+    if (devPtr && size)
+        alloc_wait(t_device);
+    return alloc_shared(devPtr, size, Kind::Device);
+}
 
 cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
         return fail(cudaErrorInvalidValue);
+    if (devPtr && size)
+        alloc_wait(t_device);
     return alloc_shared(devPtr, size, Kind::Managed);
 }
 
@@ -974,11 +1233,22 @@ cudaError_t cudaFree(void *devPtr)
     return cudaSuccess;
 }
 
-cudaError_t cudaMallocHost(void **ptr, size_t size) { return alloc_host(ptr, size); }
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
+    if (ptr && size)
+        alloc_wait(t_device);
+    return alloc_host(ptr, size);
+}
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     (void)flags; /* portable / mapped / write-combined: all the same on the CPU */
+    if (pHost && size)
+        alloc_wait(t_device);
     return alloc_host(pHost, size);
 }
 
@@ -987,20 +1257,27 @@ cudaError_t cudaFreeHost(void *ptr)
     if (!ptr)
         return cudaSuccess;
     Range r;
-    if (!base_range(ptr, [](const Range &x) { return x.kind == Kind::Host && x.owned; }, &r, true))
+    auto owned = [](const Range &x) { return x.kind == Kind::Host && x.owned; };
+    if (!base_range(ptr, owned, &r, false))
         return fail(cudaErrorInvalidValue);
+    alloc_wait(t_device);
+    if (!base_range(ptr, owned, &r, true))
+        return fail(cudaErrorInvalidValue); /* freed by another thread meanwhile */
     munmap(ptr, r.mapped);
     return cudaSuccess;
 }
 
 cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     (void)flags;
     if (!ptr || size == 0)
         return fail(cudaErrorInvalidValue);
     uintptr_t a = (uintptr_t)ptr;
     if (a + size < a)
         return fail(cudaErrorInvalidValue);
+    alloc_wait(t_device);
     MemState &m = mem();
     std::lock_guard<std::mutex> lk(m.mu);
     /* overlap: a range starting before the end whose end lies after the start */
@@ -1021,7 +1298,11 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 cudaError_t cudaHostUnregister(void *ptr)
 {
     Range r;
-    if (!base_range(ptr, [](const Range &x) { return x.kind == Kind::Host && !x.owned; }, &r, true))
+    auto registered = [](const Range &x) { return x.kind == Kind::Host && !x.owned; };
+    if (!base_range(ptr, registered, &r, false))
+        return fail(cudaErrorHostMemoryNotRegistered);
+    alloc_wait(t_device);
+    if (!base_range(ptr, registered, &r, true))
         return fail(cudaErrorHostMemoryNotRegistered);
     return cudaSuccess;
 }
@@ -1080,6 +1361,8 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     cudaError_t e = check_copy(dst, src, count, kind);
     if (e != cudaSuccess)
         return fail(e);
@@ -1091,6 +1374,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
 
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     cudaError_t e = check_set(devPtr, count);
     if (e != cudaSuccess)
         return fail(e);
@@ -1148,16 +1433,18 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking))
         return fail(cudaErrorInvalidValue);
     std::shared_ptr<Stream> s;
-    try {
-        s = start_stream(t_device, flags, false);
-    } catch (const std::exception &) {
-        return fail(cudaErrorMemoryAllocation);
-    }
     {
         std::lock_guard<std::mutex> lk(st().mu);
+        try {
+            s = make_stream_locked(ctx_locked(t_device), t_device, flags, false);
+        } catch (const std::exception &) {
+            return fail(cudaErrorMemoryAllocation);
+        }
         st().streams[s.get()] = s;
     }
     *pStream = reinterpret_cast<cudaStream_t>(s.get());
@@ -1166,25 +1453,25 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 
 cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWithFlags(pStream, cudaStreamDefault); }
 
+/* Returns at once, as CUDA's does: work still queued on the stream completes later (the
+ * stream is kept as retired until then, so device-wide waits still see it). */
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    std::shared_ptr<Stream> s;
-    {
-        State &g = st();
-        std::lock_guard<std::mutex> lk(g.mu);
-        auto it = g.streams.find(reinterpret_cast<Stream *>(stream));
-        if (is_null_stream(stream) || it == g.streams.end())
-            return fail(cudaErrorInvalidResourceHandle);
-        s = it->second;
-        g.streams.erase(it);
-        s->capture.reset(); /* an unfinished capture ends with the stream */
+    State &g = st();
+    std::lock_guard<std::mutex> lk(g.mu);
+    auto it = g.streams.find(reinterpret_cast<Stream *>(stream));
+    if (is_null_stream(stream) || it == g.streams.end())
+        return fail(cudaErrorInvalidResourceHandle);
+    std::shared_ptr<Stream> s = it->second;
+    g.streams.erase(it);
+    s->capture.reset(); /* an unfinished capture ends with the stream */
+    if (!s->idle())
+        g.retired.push_back(s);
+    if (!hw_queues()) { /* the stream's own queue: its worker drains it, then exits */
+        std::lock_guard<std::mutex> lq(s->queue->mu);
+        s->queue->stop = true;
+        s->queue->work_cv.notify_one();
     }
-    {
-        std::lock_guard<std::mutex> lk(s->mu);
-        s->stop = true; /* the worker drains the queue, then exits */
-        s->work_cv.notify_one();
-    }
-    s->worker.join();
     return cudaSuccess;
 }
 
@@ -1246,6 +1533,8 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
     if (!event)
         return fail(cudaErrorInvalidValue);
     auto e = std::make_shared<Event>();
