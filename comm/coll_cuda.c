@@ -284,14 +284,14 @@ static int proto_for(size_t bytes)
 
 /* Fill op for the prepared call p; *scratch_need: bytes of output room a non-root needs (0: none). */
 static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const orb_prepared_t *p, int pin,
-                            orb_cuda_op_t *op, size_t *scratch_need)
+                            cudaStream_t stream, orb_cuda_op_t *op, size_t *scratch_need)
 {
     const char *fn = orb_coll_fn_name(p->a.coll);
     const size_t esz = p->key.elem_size;
     const orb_plan_t *plan = p->plan;
     const orb_cuda_dplan_t *dp;
     char why[ORB_ERRMSG_BYTES / 2] = "";
-    orb_status_t st = orb_cuda_state_plan(s, &p->key, plan, pin, &dp, why, sizeof why);
+    orb_status_t st = orb_cuda_state_plan(s, &p->key, plan, pin, stream, &dp, why, sizeof why);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, why);
 
@@ -357,9 +357,44 @@ orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn)
     return st;
 }
 
-orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n, int defer, int *pending)
+/* A launch staged: every allocation and upload of its calls done, nothing running yet. */
+struct orb_cuda_staged {
+    struct orb_comm *c;
+    const char *fn;
+    cudaStream_t stream; /* the caller's; NULL: a NULL-stream call, run on ours */
+    cudaStream_t ls;     /* the stream it runs on */
+    int capturing;
+    orb_cuda_launch_t L;
+};
+
+/* Runs f with the communicator's device current and relaxed capture mode (allocations and
+ * uploads on a cache miss are legal while the caller captures a graph), then restores both. */
+typedef struct {
+    int old;
+    enum cudaStreamCaptureMode mode;
+} device_scope_t;
+
+static cudaError_t scope_enter(device_scope_t *d, int device)
+{
+    d->old = -1;
+    cudaGetDevice(&d->old);
+    (void)cudaGetLastError();
+    d->mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&d->mode);
+    return cudaSetDevice(device);
+}
+
+static void scope_leave(device_scope_t *d)
+{
+    cudaThreadExchangeStreamCaptureMode(&d->mode);
+    if (d->old >= 0)
+        cudaSetDevice(d->old);
+}
+
+orb_status_t orb_cuda_stage(struct orb_comm *c, const orb_prepared_t *k, int n, orb_cuda_staged_t **out)
 {
     const char *fn = orb_coll_fn_name(k[0].a.coll);
+    *out = NULL;
     struct orb_cuda_state *s = orb_cuda_state_of(c, 1);
     if (!s)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
@@ -378,19 +413,14 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
     orb_status_t st = orb_cuda_state_check(c, s, err, sizeof err);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s", err);
+    if ((st = ensure_setup(c, k, n)) != ORB_OK) /* admitted calls have it: a no-op */
+        return st;
 
-    int old = -1;
-    cudaGetDevice(&old);
-    (void)cudaGetLastError();
-    /* Allocations and uploads on a cache miss are legal while the caller captures a graph. */
-    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    cudaThreadExchangeStreamCaptureMode(&mode);
+    device_scope_t scope;
+    orb_cuda_staged_t *g = calloc(1, sizeof *g);
     cudaStream_t stream = (cudaStream_t)k[0].stream;
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    orb_cuda_launch_t *L = NULL;
-    if ((st = ensure_setup(c, k, n)) != ORB_OK) /* admitted calls have it: a no-op */
-        goto out;
-    cudaError_t rc = cudaSetDevice(s->device);
+    cudaError_t rc = scope_enter(&scope, s->device);
     if (rc == cudaSuccess && stream)
         rc = cudaStreamIsCapturing(stream, &cs);
     if (rc != cudaSuccess) {
@@ -400,16 +430,20 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
         (void)cudaGetLastError();
         goto out;
     }
-    const int capturing = cs != cudaStreamCaptureStatusNone;
-    L = calloc(1, sizeof *L);
-    if (!L) {
+    if (!g) {
         st = orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: out of memory", fn, c->rank);
         goto out;
     }
+    g->c = c;
+    g->fn = fn;
+    g->stream = stream;
+    g->ls = stream ? stream : s->internal;
+    g->capturing = cs != cudaStreamCaptureStatusNone;
+    orb_cuda_launch_t *L = &g->L;
     size_t need[ORB_CUDA_MAX_OPS], total = 0;
     int have_typed = 0;
     for (int i = 0; i < n; i++) {
-        if ((st = prepare(c, s, &k[i], capturing, &L->ops[i], &need[i])) != ORB_OK)
+        if ((st = prepare(c, s, &k[i], g->capturing, g->ls, &L->ops[i], &need[i])) != ORB_OK)
             goto out;
         total += (need[i] + 255) / 256 * 256;
         if (!L->ops[i].typed)
@@ -429,7 +463,7 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
     }
     if (total) {
         char *base;
-        if ((st = orb_cuda_state_scratch(s, total, &base, err, sizeof err)) != ORB_OK) {
+        if ((st = orb_cuda_state_scratch(s, total, g->ls, g->capturing, &base, err, sizeof err)) != ORB_OK) {
             st = orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, err);
             goto out;
         }
@@ -453,8 +487,6 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
     L->check_signatures = c->check_signatures;
     L->nops = n;
     int blocks = orb_cuda_exec_blocks(L);
-    if (blocks == 0)
-        goto out; /* nothing moves (count 0, no handshake) */
     if (blocks * s->gpu_ranks > s->sm_count) {
         /* one block per SM is guaranteed (launch bounds); more than that and blocks that wait
          * for each other might never be resident together */
@@ -465,39 +497,81 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *k, int n,
                            fn, c->rank, blocks, s->gpu_ranks, s->sm_count);
         goto out;
     }
+    if (blocks > 0) { /* else nothing moves (count 0, no handshake): nothing to fire */
+        *out = g;
+        g = NULL;
+    }
+out:
+    free(g);
+    scope_leave(&scope);
+    return st;
+}
 
-    cudaStream_t ls = stream ? stream : s->internal;
-    /* calls of one communicator never overlap, whatever streams they come on (positions in
-     * the FIFOs are taken in launch order); a graph orders its own nodes */
-    if (!capturing && s->have_last && s->last_stream != ls && (rc = cudaStreamWaitEvent(ls, s->last_done, 0)) != cudaSuccess) {
-        st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: cudaStreamWaitEvent: %s", fn, c->rank, cudaGetErrorString(rc));
+orb_status_t orb_cuda_fire(orb_cuda_staged_t *g, int defer, int *pending)
+{
+    if (!g)
+        return ORB_OK;
+    struct orb_comm *c = g->c;
+    struct orb_cuda_state *s = orb_cuda_state_of(c, 0);
+    const char *fn = g->fn;
+    char err[ORB_ERRMSG_BYTES];
+    orb_status_t st = ORB_OK;
+    device_scope_t scope;
+    cudaError_t rc = scope_enter(&scope, s->device);
+    const char *what = "cudaSetDevice";
+    /* A NULL-stream call comes after what the caller queued on the legacy default stream
+     * (ours is non-blocking, so the order has to be asked for); and calls of one communicator
+     * never overlap, whatever streams they come on (positions in the FIFOs are taken in launch
+     * order); a graph orders its own nodes. */
+    if (rc == cudaSuccess && !g->stream) {
+        what = "cudaEventRecord on the legacy stream";
+        rc = cudaEventRecord(s->legacy_done, cudaStreamLegacy);
+        if (rc == cudaSuccess) {
+            what = "cudaStreamWaitEvent";
+            rc = cudaStreamWaitEvent(g->ls, s->legacy_done, 0);
+        }
+    }
+    if (rc == cudaSuccess && !g->capturing && s->have_last && s->last_stream != g->ls) {
+        what = "cudaStreamWaitEvent";
+        rc = cudaStreamWaitEvent(g->ls, s->last_done, 0);
+    }
+    if (rc != cudaSuccess) {
+        st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: %s: %s", fn, c->rank, what, cudaGetErrorString(rc));
         (void)cudaGetLastError();
         goto out;
     }
-    if ((st = orb_cuda_exec_launch(L, ls, err, sizeof err)) != ORB_OK) {
+    if ((st = orb_cuda_exec_launch(&g->L, g->ls, err, sizeof err)) != ORB_OK) {
         st = orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, err);
         goto out;
     }
-    if (!capturing) {
-        if ((rc = cudaEventRecord(s->last_done, ls)) != cudaSuccess) {
+    if (!g->capturing) {
+        if ((rc = cudaEventRecord(s->last_done, g->ls)) != cudaSuccess) {
             st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: cudaEventRecord: %s", fn, c->rank, cudaGetErrorString(rc));
             (void)cudaGetLastError();
             goto out;
         }
-        s->last_stream = ls;
+        s->last_stream = g->ls;
         s->have_last = 1;
     }
-    if (!stream) {
+    if (!g->stream) {
         if (defer)
             *pending = 1;
         else
             st = finish_sync(c, s, fn);
     }
 out:
-    free(L);
-    cudaThreadExchangeStreamCaptureMode(&mode);
-    if (old >= 0)
-        cudaSetDevice(old);
+    scope_leave(&scope);
+    free(g);
     return st;
 }
 
+void orb_cuda_drop(orb_cuda_staged_t *g) { free(g); }
+
+struct orb_comm *orb_cuda_staged_comm(const orb_cuda_staged_t *g) { return g->c; }
+
+orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *p, int n, int defer, int *pending)
+{
+    orb_cuda_staged_t *g;
+    orb_status_t st = orb_cuda_stage(c, p, n, &g);
+    return st != ORB_OK ? st : orb_cuda_fire(g, defer, pending);
+}

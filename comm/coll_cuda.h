@@ -16,9 +16,21 @@ int orb_cuda_is_device_ptr(const void *p);
 orb_status_t orb_cuda_admit(orb_prepared_t *p, int n);
 
 /* Runs admitted calls p[0..n) of communicator c as one kernel on their stream (all must
- * share one). A NULL stream returns when the calls are done, or with defer leaves *pending
- * set: the caller then waits with orb_cuda_finish (fn names the call in messages). */
+ * share one): orb_cuda_stage, then orb_cuda_fire. */
 orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *p, int n, int defer, int *pending);
+
+/* The two halves, so that a group stages every communicator (allocations, plan uploads) before
+ * any kernel of it runs: an allocation is a device-wide synchronisation, which would wait for a
+ * kernel already spinning for a peer whose launch comes later in this thread. stage leaves
+ * *out NULL when nothing moves. fire launches (and frees) it; a NULL stream returns when the
+ * calls are done, or with defer leaves *pending set for orb_cuda_finish (fn names the call in
+ * messages). A staged launch holds nothing that must be undone: orb_cuda_drop frees one that
+ * will not fire. */
+typedef struct orb_cuda_staged orb_cuda_staged_t;
+orb_status_t orb_cuda_stage(struct orb_comm *c, const orb_prepared_t *p, int n, orb_cuda_staged_t **out);
+orb_status_t orb_cuda_fire(orb_cuda_staged_t *g, int defer, int *pending);
+void orb_cuda_drop(orb_cuda_staged_t *g);
+struct orb_comm *orb_cuda_staged_comm(const orb_cuda_staged_t *g);
 orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn);
 
 #endif

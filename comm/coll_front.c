@@ -158,12 +158,33 @@ static orb_status_t run_group(queued_t *q, int n)
                 j++;
             }
     }
-    for (int m; st == ORB_OK && (m = take_next_comm(q, n, taken, 1, mine)) > 0;) {
-        int wait = 0;
-        st = orb_cuda_launch(mine[0].comm, mine, m, 1, &wait);
-        if (wait)
-            pending[npending++] = mine[0].comm;
+    /* Every communicator staged before any fires: staging allocates, and an allocation waits
+     * for the device, so it must not come after a kernel that waits for a later launch. */
+    orb_cuda_staged_t *staged_s[SMALL], **staged = small ? staged_s : calloc((size_t)n, sizeof *staged);
+    int nstaged = 0;
+    if (!staged && st == ORB_OK) {
+        orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
+        st = ORB_ERR_NO_MEMORY;
     }
+    for (int m; st == ORB_OK && (m = take_next_comm(q, n, taken, 1, mine)) > 0;) {
+        orb_cuda_staged_t *g;
+        st = orb_cuda_stage(mine[0].comm, mine, m, &g);
+        if (st == ORB_OK && g)
+            staged[nstaged++] = g;
+    }
+    for (int i = 0; i < nstaged; i++) {
+        if (st != ORB_OK) { /* one failed: fire none, so no kernel waits for a peer that never comes */
+            orb_cuda_drop(staged[i]);
+            continue;
+        }
+        struct orb_comm *c = orb_cuda_staged_comm(staged[i]);
+        int wait = 0;
+        st = orb_cuda_fire(staged[i], 1, &wait);
+        if (wait)
+            pending[npending++] = c;
+    }
+    if (!small)
+        free(staged);
     for (int i = 0; i < npending; i++) {
         orb_status_t s = orb_cuda_finish(pending[i], "orb_group_end");
         if (st == ORB_OK)

@@ -25,6 +25,27 @@ orb_status_t orb_cuda_launch(struct orb_comm *c, const orb_prepared_t *p, int n,
     return orb_comm_fail(c, ORB_ERR_INTERNAL, "rank %d: a device launch in a build without CUDA", c->rank);
 }
 
+orb_status_t orb_cuda_stage(struct orb_comm *c, const orb_prepared_t *p, int n, orb_cuda_staged_t **out)
+{
+    (void)p, (void)n;
+    *out = NULL;
+    return orb_comm_fail(c, ORB_ERR_INTERNAL, "rank %d: a device launch in a build without CUDA", c->rank);
+}
+
+orb_status_t orb_cuda_fire(orb_cuda_staged_t *g, int defer, int *pending)
+{
+    (void)g, (void)defer, (void)pending;
+    return ORB_OK; /* nothing can have been staged */
+}
+
+void orb_cuda_drop(orb_cuda_staged_t *g) { (void)g; }
+
+struct orb_comm *orb_cuda_staged_comm(const orb_cuda_staged_t *g)
+{
+    (void)g;
+    return NULL;
+}
+
 orb_status_t orb_cuda_finish(struct orb_comm *c, const char *fn)
 {
     return orb_comm_fail(c, ORB_ERR_INTERNAL, "%s: rank %d: a device wait in a build without CUDA", fn, c->rank);

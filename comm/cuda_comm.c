@@ -54,7 +54,10 @@ static void state_free(struct orb_cuda_state *s)
         if (s->internal)
             cudaStreamSynchronize(s->internal);
         for (int i = 0; i < s->nplans; i++)
-            cudaFree(s->plans[i].steps);
+            if (!s->plans[i].in_arena)
+                cudaFree(s->plans[i].steps);
+        cudaFree(s->arena);
+        cudaFreeHost(s->arena_mirror);
         for (size_t i = 0; i < s->ngrave; i++)
             cudaFree(s->graveyard[i]);
         cudaFree(s->scratch);
@@ -64,6 +67,8 @@ static void state_free(struct orb_cuda_state *s)
         orb_cuda_ipc_close(&s->ipc);
         if (s->last_done)
             cudaEventDestroy(s->last_done);
+        if (s->legacy_done)
+            cudaEventDestroy(s->legacy_done);
         if (s->internal)
             cudaStreamDestroy(s->internal);
         (void)cudaGetLastError();
@@ -157,6 +162,24 @@ static void report_mode(struct orb_comm *c, struct orb_cuda_state *s)
                  "own streams, and each gets about 1/%d of the GPU's SMs and memory bandwidth",
                  list, s->device, name, threads + 1);
     }
+    if (lowest && threads) {
+        /* A context's streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues, in order: work
+         * queued behind a kernel that spins for a peer waits for it, even on another stream. */
+        const char *env = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's own variable */
+        const int queues = env && atoi(env) > 0 ? atoi(env) : 8;
+        const int need = 2 * (threads + 1) + 1; /* each rank: ours and the caller's; the legacy one */
+        if (need > queues)
+            ORB_WARN("ranks %s are threads sharing GPU %d: with their own and their callers' streams they need "
+                     "about %d streams, more than the %d hardware queues of the context "
+                     "(CUDA_DEVICE_MAX_CONNECTIONS): streams then share queues in order, and a rank's work can "
+                     "wait behind a peer's kernel that waits for it; set CUDA_DEVICE_MAX_CONNECTIONS=%d (at most "
+                     "32) before the process starts CUDA",
+                     list, s->device, need, queues, need < 32 ? need : 32);
+        else
+            ORB_INFO("ranks %s are threads sharing GPU %d: about %d streams on the context's %d hardware queues "
+                     "(CUDA_DEVICE_MAX_CONNECTIONS)",
+                     list, s->device, need, queues);
+    }
     for (int p = me + 1; p < c->nranks; p++)
         if (s->ipc.link[p] == ORB_CUDA_LINK_HOST)
             ORB_WARN("ranks %d and %d: their GPUs cannot access each other (cudaDeviceCanAccessPeer): pieces "
@@ -187,16 +210,19 @@ orb_status_t orb_cuda_state_setup(struct orb_comm *c, struct orb_cuda_state *s, 
     s->stride[ORB_CUDA_PROTO_LL] = orb_cuda_slot_stride(ORB_CUDA_PROTO_LL, ORB_CUDA_LL_SLOT_BYTES);
     char name[96];
     snprintf(name, sizeof name, "%.80s-cuda", c->bs.cards[c->rank].shm_name);
+    /* One stream per communicator, its own, for setup and NULL-stream calls alike. */
+    CUDA_TRY(cudaStreamCreateWithFlags(&s->internal, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    CUDA_TRY(cudaEventCreateWithFlags(&s->last_done, cudaEventDisableTiming), "cudaEventCreate");
+    CUDA_TRY(cudaEventCreateWithFlags(&s->legacy_done, cudaEventDisableTiming), "cudaEventCreate");
     orb_cuda_ipc_args_t args = {
         .rank = c->rank, .nranks = c->nranks, .nchannels = c->nchannels, .nslots = c->nslots,
         .stride = {s->stride[0], s->stride[1]}, .device = device, .shm_name = name, .deadline = deadline,
+        .stream = s->internal,
     };
     st = orb_cuda_ipc_setup(&s->ipc, &args, &c->bs, c->bs.cards, err, errlen);
     if (st != ORB_OK)
         goto out;
 
-    CUDA_TRY(cudaStreamCreateWithFlags(&s->internal, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    CUDA_TRY(cudaEventCreateWithFlags(&s->last_done, cudaEventDisableTiming), "cudaEventCreate");
     conns = calloc(nconn, sizeof *conns);
     pctrl = calloc((size_t)c->nranks, sizeof *pctrl);
     if (!conns || !pctrl) {
@@ -210,6 +236,13 @@ orb_status_t orb_cuda_state_setup(struct orb_comm *c, struct orb_cuda_state *s, 
     CUDA_TRY(cudaMalloc((void **)&s->conns, nconn * sizeof *conns), "cudaMalloc of the connection table");
     CUDA_TRY(cudaMalloc((void **)&s->peer_ctrl, (size_t)c->nranks * sizeof *pctrl), "cudaMalloc");
     CUDA_TRY(cudaMalloc((void **)&s->devstate, sizeof *s->devstate), "cudaMalloc");
+    CUDA_TRY(cudaMalloc((void **)&s->arena, ORB_CUDA_PLAN_ARENA_STEPS * sizeof *s->arena), "cudaMalloc of the plan arena");
+    CUDA_TRY(cudaHostAlloc((void **)&s->arena_mirror, ORB_CUDA_PLAN_ARENA_STEPS * sizeof *s->arena_mirror,
+                           cudaHostAllocDefault),
+             "cudaHostAlloc of the plan arena's mirror");
+    /* Every kernel loaded now, while nothing of ours runs (lazy loading: exec_cuda.h). */
+    if ((st = orb_cuda_exec_load(err, errlen)) != ORB_OK)
+        goto out;
     CUDA_TRY(cudaMemcpyAsync(s->conns, conns, nconn * sizeof *conns, cudaMemcpyHostToDevice, s->internal),
              "cudaMemcpyAsync");
     CUDA_TRY(cudaMemcpyAsync(s->peer_ctrl, pctrl, (size_t)c->nranks * sizeof *pctrl, cudaMemcpyHostToDevice,
@@ -357,7 +390,8 @@ static int dplan_matches(const orb_cuda_dplan_t *d, const orb_call_key_t *k, con
 }
 
 orb_status_t orb_cuda_state_plan(struct orb_cuda_state *s, const orb_call_key_t *key, const orb_plan_t *plan,
-                                 int pin, const orb_cuda_dplan_t **out, char *err, size_t errlen)
+                                 int pin, cudaStream_t stream, const orb_cuda_dplan_t **out, char *err,
+                                 size_t errlen)
 {
     for (int i = 0; i < s->nplans; i++)
         if (dplan_matches(&s->plans[i], key, plan)) {
@@ -380,7 +414,25 @@ orb_status_t orb_cuda_state_plan(struct orb_cuda_state *s, const orb_call_key_t 
     }
     orb_status_t st = ORB_OK;
     orb_step_t *host = NULL;
-    if (total) {
+    if (total && s->arena && s->arena_used + total <= ORB_CUDA_PLAN_ARENA_STEPS) {
+        orb_step_t *m = s->arena_mirror + s->arena_used;
+        for (int ch = 0; ch < plan->nlanes; ch++)
+            memcpy(m + d.lane_off[ch], plan->lanes[ch].steps, d.lane_n[ch] * sizeof *m);
+        d.steps = s->arena + s->arena_used;
+        d.in_arena = 1;
+        /* A capturing stream would only copy when the graph runs, and an uncaptured call could
+         * meet the cached plan first: then the copy goes on our own stream, waited for. */
+        cudaStream_t up = pin ? s->internal : stream;
+        CUDA_TRY(cudaMemcpyAsync(d.steps, m, total * sizeof *m, cudaMemcpyHostToDevice, up), "cudaMemcpyAsync");
+        if (pin)
+            CUDA_TRY(cudaStreamSynchronize(s->internal), "cudaStreamSynchronize");
+        s->arena_used += total;
+    } else if (total) {
+        static int warned;
+        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            ORB_WARN("the device plan arena (%d steps) is full: further plans are uploaded with cudaMalloc and a "
+                     "wait, which can stall ranks that share a GPU as threads",
+                     ORB_CUDA_PLAN_ARENA_STEPS);
         size_t bytes = total * sizeof *host;
         host = malloc(bytes);
         if (!host) {
@@ -399,7 +451,8 @@ orb_status_t orb_cuda_state_plan(struct orb_cuda_state *s, const orb_call_key_t 
             if (!s->plans[i].pinned && (slot < 0 || s->plans[i].used < s->plans[slot].used))
                 slot = i;
     if (slot >= 0) {
-        bury(s, s->plans[slot].steps);
+        if (!s->plans[slot].in_arena)
+            bury(s, s->plans[slot].steps);
     } else {
         if (s->nplans == s->capplans) {
             int n = s->capplans ? 2 * s->capplans : 16;
@@ -420,17 +473,21 @@ orb_status_t orb_cuda_state_plan(struct orb_cuda_state *s, const orb_call_key_t 
     *out = &s->plans[slot];
 out:
     free(host);
-    if (d.steps)
+    if (d.steps && !d.in_arena)
         cudaFree(d.steps); /* never launched */
     return st;
 }
 
-orb_status_t orb_cuda_state_scratch(struct orb_cuda_state *s, size_t bytes, char **out, char *err, size_t errlen)
+orb_status_t orb_cuda_state_scratch(struct orb_cuda_state *s, size_t bytes, cudaStream_t stream, int capturing,
+                                    char **out, char *err, size_t errlen)
 {
     if (bytes > s->scratch_bytes) {
         size_t n = bytes > 2 * s->scratch_bytes ? bytes : 2 * s->scratch_bytes;
         char *p = NULL;
-        cudaError_t rc = cudaMalloc((void **)&p, n);
+        /* In stream order: a plain device allocation between two launches keeps kernels of
+         * other streams from running together, and a peer's may already spin for ours. While a
+         * graph is captured it would become the graph's own memory: then the plain way. */
+        cudaError_t rc = capturing ? cudaMalloc((void **)&p, n) : cudaMallocAsync((void **)&p, n, stream);
         if (rc != cudaSuccess) {
             char what[96];
             snprintf(what, sizeof what, "cudaMalloc of %zu bytes of scratch", n);

@@ -13,6 +13,7 @@
 #define ORB_CUDA_LL_SLOT_BYTES 4096 /* LL payload per slot: 8 KiB of lines */
 #define ORB_CUDA_LL_MAX_BYTES 65536 /* calls up to this size use LL (ORBIT_CUDA_PROTO overrides) */
 #define ORB_CUDA_DPLANS 1024        /* device plans kept before the least used is retired */
+#define ORB_CUDA_PLAN_ARENA_STEPS 65536 /* plan steps uploaded without an allocation (3 MiB) */
 
 /* A plan's steps in device memory, keyed like the host plan cache plus the tuner's choice. */
 typedef struct {
@@ -24,6 +25,7 @@ typedef struct {
     uint32_t lane_off[ORB_MAX_CHANNELS], lane_n[ORB_MAX_CHANNELS];
     uint64_t used;
     int pinned; /* used while a stream was captured: a graph may launch it any time */
+    int in_arena; /* steps live in the state's plan arena (never freed alone) */
 } orb_cuda_dplan_t;
 
 struct orb_cuda_state {
@@ -37,6 +39,7 @@ struct orb_cuda_state {
     orb_cuda_ipc_t ipc;
     cudaStream_t internal;    /* NULL-stream calls and uploads; never the legacy stream */
     cudaEvent_t last_done;    /* orders launches of this comm on different streams */
+    cudaEvent_t legacy_done;  /* orders a NULL-stream call after the legacy default stream */
     cudaStream_t last_stream;
     int have_last;
     orb_cuda_conn_t *conns;   /* device */
@@ -49,6 +52,12 @@ struct orb_cuda_state {
     uint64_t timeout_ns;
     orb_cuda_dplan_t *plans;
     int nplans, capplans;
+    /* Plans go up without an allocation or a host wait (either can deadlock against a peer's
+     * spinning kernel): written into the pinned mirror, copied to the device arena on the
+     * launch stream ahead of the kernel. Bump-allocated; full: the old way, with a warning. */
+    orb_step_t *arena;        /* device */
+    orb_step_t *arena_mirror; /* pinned host, same layout */
+    size_t arena_used;        /* steps */
     uint64_t clock;
     char *scratch;
     size_t scratch_bytes;
@@ -72,11 +81,15 @@ orb_status_t orb_cuda_state_setup(struct orb_comm *c, struct orb_cuda_state *s, 
  * the status with its description in err; the state is then broken for good. */
 orb_status_t orb_cuda_state_check(struct orb_comm *c, struct orb_cuda_state *s, char *err, size_t errlen);
 
-/* The device copy of plan (uploaded on first use). pin: a graph is being captured. */
+/* The device copy of plan, uploaded on first use by a copy queued on stream (the launch's, so
+ * it lands before the kernel; nothing waits on the host). pin: a graph is being captured. */
 orb_status_t orb_cuda_state_plan(struct orb_cuda_state *s, const orb_call_key_t *key, const orb_plan_t *plan,
-                                 int pin, const orb_cuda_dplan_t **out, char *err, size_t errlen);
+                                 int pin, cudaStream_t stream, const orb_cuda_dplan_t **out, char *err,
+                                 size_t errlen);
 
-/* Device scratch of at least bytes (grows; never shrinks while the comm lives). */
-orb_status_t orb_cuda_state_scratch(struct orb_cuda_state *s, size_t bytes, char **out, char *err, size_t errlen);
+/* Device scratch of at least bytes (grows, in the order of stream unless a graph is being
+ * captured; never shrinks while the comm lives). */
+orb_status_t orb_cuda_state_scratch(struct orb_cuda_state *s, size_t bytes, cudaStream_t stream, int capturing,
+                                    char **out, char *err, size_t errlen);
 
 #endif

@@ -16,4 +16,13 @@
 #define ORB_CUDA_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
+/* Loads kernel into the current context now (cudaFuncGetAttributes does): under lazy module
+ * loading, the default since CUDA 12.2, a kernel's first launch may otherwise need a
+ * context-wide synchronisation, which deadlocks while a peer rank's kernel spins for us. */
+#define ORB_CUDA_LOAD(kernel)                                               \
+    ([&]() {                                                                \
+        struct cudaFuncAttributes attr_;                                    \
+        return cudaFuncGetAttributes(&attr_, (const void *)(kernel));       \
+    }())
+
 #endif

@@ -65,3 +65,23 @@ extern "C" orb_status_t orb_cuda_exec_launch(const orb_cuda_launch_t *launch, cu
     }
     return ORB_OK;
 }
+
+extern "C" orb_status_t orb_cuda_exec_load(char *err, size_t errlen)
+{
+    orb_cuda_launch_t L; /* only its dtype and op are read: nothing is launched */
+    memset(&L, 0, sizeof L);
+    cudaError_t rc = launch_kernel<uint8_t, OpNone>(L, 0, 0, nullptr);
+    for (int d = 0; d < ORB_NUM_DTYPES && rc == cudaSuccess; d++)
+        for (int o = 0; o < ORB_NUM_OPS && rc == cudaSuccess; o++) {
+            L.dtype = d;
+            L.op = o;
+            rc = launch_typed(L, 0, 0, nullptr);
+        }
+    if (rc != cudaSuccess) {
+        snprintf(err, errlen, "loading the device executor's kernels failed: %s (%s)", cudaGetErrorString(rc),
+                 cudaGetErrorName(rc));
+        (void)cudaGetLastError();
+        return ORB_ERR_CUDA;
+    }
+    return ORB_OK;
+}

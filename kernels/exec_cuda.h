@@ -166,6 +166,11 @@ orb_status_t orb_cuda_exec_launch(const orb_cuda_launch_t *launch, cudaStream_t 
 /* Blocks of one launch (the co-residency requirement is per launch and rank). */
 int orb_cuda_exec_blocks(const orb_cuda_launch_t *launch);
 
+/* Loads every kernel of the device executor into the current device's context (call at setup,
+ * before any of them runs): with lazy loading, a first launch while a peer's kernel spins
+ * could wait for it forever. */
+orb_status_t orb_cuda_exec_load(char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -668,10 +668,13 @@ __global__ void __launch_bounds__(NT, 1) exec_kernel(const __grid_constant__ orb
         atomicExch(&L.dev->blocks_done, 0u);
 }
 
+/* blocks == 0: load the kernel into the context instead of launching it (orb_cuda_exec_load). */
 template <typename T, typename Op>
 cudaError_t launch_kernel(const orb_cuda_launch_t &L, int blocks, size_t smem, cudaStream_t stream)
 {
     auto kernel = exec_kernel<T, Op>;
+    if (blocks == 0)
+        return ORB_CUDA_LOAD(kernel);
     return ORB_CUDA_LAUNCH(kernel, blocks, NT, smem, stream, L);
 }
 

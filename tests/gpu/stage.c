@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A host region copied to the device before the call and (when back) from it afterwards. */
+/* A host region copied to the device before the call and (when back) from it afterwards,
+ * through its pinned twin: a copy from pageable memory blocks the host and goes through the
+ * driver's staging buffers, which the ranks of one process would share. */
 typedef struct {
     char *host;
     char *dev;
+    char *pin; /* the pinned bytes between host and dev */
     size_t bytes;
     int back;
 } region_t;
@@ -17,7 +20,8 @@ typedef struct {
 struct stage {
     cudaStream_t stream; /* calls (unless null_stream) and every copy */
     int null_stream;
-    char *arena[2];
+    char *arena[2];  /* device */
+    char *pinned[2]; /* host, page-locked, the same layout */
     size_t arena_bytes, used[2];
     int group_depth;
     region_t *pending; /* copies back at the end of the group */
@@ -37,9 +41,10 @@ stage_t *stage_create(size_t arena_bytes, int null_stream, char *err, size_t err
     s->arena_bytes = arena_bytes;
     cudaError_t rc = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
     for (int i = 0; i < 2 && rc == cudaSuccess; i++)
-        rc = cudaMalloc((void **)&s->arena[i], arena_bytes);
+        if ((rc = cudaMalloc((void **)&s->arena[i], arena_bytes)) == cudaSuccess)
+            rc = cudaHostAlloc((void **)&s->pinned[i], arena_bytes, cudaHostAllocDefault);
     if (rc != cudaSuccess) {
-        snprintf(err, errlen, "staging setup (%zu bytes of device memory x 2): %s", arena_bytes,
+        snprintf(err, errlen, "staging setup (%zu bytes of device and pinned host memory x 2): %s", arena_bytes,
                  cudaGetErrorString(rc));
         stage_destroy(s);
         return NULL;
@@ -51,9 +56,12 @@ void stage_destroy(stage_t *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (s->arena[i])
             cudaFree(s->arena[i]);
+        if (s->pinned[i])
+            cudaFreeHost(s->pinned[i]);
+    }
     if (s->stream)
         cudaStreamDestroy(s->stream);
     free(s->pending);
@@ -64,12 +72,14 @@ void stage_bind(stage_t *s) { cur = s; }
 
 void *stage_stream(stage_t *s) { return s->stream; }
 
-static char *take(stage_t *s, int arena, size_t bytes)
+/* Room for bytes in one arena: the device pointer, and its pinned twin in *pin. */
+static char *take(stage_t *s, int arena, size_t bytes, char **pin)
 {
     size_t at = (s->used[arena] + 255) / 256 * 256;
     if (at + bytes > s->arena_bytes)
         return NULL;
     s->used[arena] = at + bytes;
+    *pin = s->pinned[arena] + at;
     return s->arena[arena] + at;
 }
 
@@ -77,9 +87,14 @@ static int copy_back(stage_t *s, const region_t *r, int n)
 {
     for (int i = 0; i < n; i++)
         if (r[i].back && r[i].bytes &&
-            cudaMemcpyAsync(r[i].host, r[i].dev, r[i].bytes, cudaMemcpyDeviceToHost, s->stream) != cudaSuccess)
+            cudaMemcpyAsync(r[i].pin, r[i].dev, r[i].bytes, cudaMemcpyDeviceToHost, s->stream) != cudaSuccess)
             return -1;
-    return cudaStreamSynchronize(s->stream) == cudaSuccess ? 0 : -1;
+    if (cudaStreamSynchronize(s->stream) != cudaSuccess)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (r[i].back && r[i].bytes)
+            memcpy(r[i].host, r[i].pin, r[i].bytes);
+    return 0;
 }
 
 /* The orbit call on device copies of [in, in+inb) and [out, out+outb); in-place layouts
@@ -101,27 +116,31 @@ static orb_status_t staged(const void *in, size_t inb, void *out, size_t outb, c
     if (joint) {
         const char *lo = hi < ho ? hi : ho;
         const char *end = hi + inb > ho + outb ? hi + inb : ho + outb;
-        char *d = take(s, 0, (size_t)(end - lo));
+        char *pin;
+        char *d = take(s, 0, (size_t)(end - lo), &pin);
         if (!d)
             return ORB_ERR_NO_MEMORY;
-        r[nr++] = (region_t){(char *)lo, d, (size_t)(end - lo), 1};
+        r[nr++] = (region_t){(char *)lo, d, pin, (size_t)(end - lo), 1};
         din = d + (hi - lo);
         dout = d + (ho - lo);
     } else {
+        char *pin;
         if (hi && inb) {
-            if (!(din = take(s, 0, inb)))
+            if (!(din = take(s, 0, inb, &pin)))
                 return ORB_ERR_NO_MEMORY;
-            r[nr++] = (region_t){(char *)hi, din, inb, 0};
+            r[nr++] = (region_t){(char *)hi, din, pin, inb, 0};
         }
         if (ho && outb) {
-            if (!(dout = take(s, 1, outb)))
+            if (!(dout = take(s, 1, outb, &pin)))
                 return ORB_ERR_NO_MEMORY;
-            r[nr++] = (region_t){(char *)ho, dout, outb, 1};
+            r[nr++] = (region_t){(char *)ho, dout, pin, outb, 1};
         }
     }
-    for (int i = 0; i < nr; i++)
-        if (cudaMemcpyAsync(r[i].dev, r[i].host, r[i].bytes, cudaMemcpyHostToDevice, s->stream) != cudaSuccess)
+    for (int i = 0; i < nr; i++) {
+        memcpy(r[i].pin, r[i].host, r[i].bytes); /* the arenas are reused only after a synchronize */
+        if (cudaMemcpyAsync(r[i].dev, r[i].pin, r[i].bytes, cudaMemcpyHostToDevice, s->stream) != cudaSuccess)
             return ORB_ERR_CUDA;
+    }
     if (s->null_stream && cudaStreamSynchronize(s->stream) != cudaSuccess)
         return ORB_ERR_CUDA; /* the call runs on orbit's own stream: inputs must be in place */
     /* count 0: the host pointers as given (orbit must not touch them) */

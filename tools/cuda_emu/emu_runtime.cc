@@ -1233,6 +1233,42 @@ cudaError_t cudaFree(void *devPtr)
     return cudaSuccess;
 }
 
+/* The stream-ordered allocator: not among the implicit synchronisations (that is what it is
+ * for). The memory exists at once here; on a GPU it becomes usable in the stream's order,
+ * which no correct program can tell apart. */
+cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
+{
+    if (open_context(t_device) != cudaSuccess)
+        return cudaErrorDevicesUnavailable;
+    {
+        std::lock_guard<std::mutex> lk(st().mu);
+        if (!lookup_stream_locked(stream))
+            return fail(cudaErrorInvalidResourceHandle);
+    }
+    return alloc_shared(devPtr, size, Kind::Device);
+}
+
+/* Freed when the stream reaches it: work queued before it on the stream may still use it. */
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
+{
+    if (!devPtr)
+        return cudaSuccess;
+    auto allocated = [](const Range &r) { return r.kind == Kind::Device; };
+    Range r;
+    if (!base_range(devPtr, allocated, &r, false))
+        return fail(cudaErrorInvalidValue);
+    Node n;
+    n.fn = [devPtr] {
+        Range taken;
+        auto dev = [](const Range &x) { return x.kind == Kind::Device; };
+        if (base_range(devPtr, dev, &taken, true)) {
+            munmap(devPtr, taken.mapped);
+            close(taken.fd);
+        }
+    };
+    return submit(stream, std::move(n));
+}
+
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
     if (open_context(t_device) != cudaSuccess)

@@ -342,7 +342,6 @@ orb_status_t orb_cuda_ipc_setup(orb_cuda_ipc_t *x, const orb_cuda_ipc_args_t *ar
 
     /* 3. this rank's regions */
     region_t *rme = &rg[me];
-    cudaStream_t s = NULL;
     rc = cudaMalloc((void **)&x->dev, x->region_bytes);
     if (rc != cudaSuccess) {
         x->dev = NULL;
@@ -350,16 +349,14 @@ orb_status_t orb_cuda_ipc_setup(orb_cuda_ipc_t *x, const orb_cuda_ipc_args_t *ar
         snprintf(what, sizeof what, "cudaMalloc of %zu bytes of FIFOs", x->region_bytes);
         verdict_cuda(&rme->v, what, rc);
     }
-    /* a private non-blocking stream: the legacy stream would wait for kernels of other ranks
-     * of this process, which may be waiting for us */
-    if (x->dev && (rc = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess)
-        verdict_cuda(&rme->v, "cudaStreamCreateWithFlags", rc);
-    if (s && (rc = cudaMemsetAsync(x->dev, 0, x->region_bytes, s)) != cudaSuccess)
+    /* the communicator's non-blocking stream, not the legacy one (it would wait for kernels of
+     * other ranks of this process, which may be waiting for us) nor a stream of our own (every
+     * stream takes one of the context's few hardware queues) */
+    const cudaStream_t s = args->stream;
+    if (x->dev && (rc = cudaMemsetAsync(x->dev, 0, x->region_bytes, s)) != cudaSuccess)
         verdict_cuda(&rme->v, "cudaMemsetAsync", rc);
-    if (s && (rc = cudaStreamSynchronize(s)) != cudaSuccess)
+    if (x->dev && rc == cudaSuccess && (rc = cudaStreamSynchronize(s)) != cudaSuccess)
         verdict_cuda(&rme->v, "cudaStreamSynchronize", rc);
-    if (s)
-        cudaStreamDestroy(s);
     if (x->dev && ipc && (rc = cudaIpcGetMemHandle(&rme->handle, x->dev)) != cudaSuccess)
         verdict_cuda(&rme->v, "cudaIpcGetMemHandle", rc);
     x->host_bytes = staged ? x->region_bytes : ORB_CUDA_CTRL_BYTES;

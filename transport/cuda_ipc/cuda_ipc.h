@@ -29,6 +29,7 @@ typedef struct {
     int device;                      /* this rank's CUDA device (current on the calling thread) */
     const char *shm_name;            /* unique on the host for this rank and communicator */
     double deadline;                 /* for the bootstrap exchanges */
+    cudaStream_t stream; /* the communicator's own non-blocking stream, for setup's device work */
 } orb_cuda_ipc_args_t;
 
 typedef enum {
