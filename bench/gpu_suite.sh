@@ -140,7 +140,9 @@ if [ "$tests" != none ]; then
     fi
 fi
 
-if [ $sanitize = 1 ] && command -v compute-sanitizer >/dev/null; then
+if [ $sanitize = 1 ] && ! command -v compute-sanitizer >/dev/null; then
+    echo "skipped: compute-sanitizer (not on PATH)" | tee -a "$summary"
+elif [ $sanitize = 1 ]; then
     stage "compute-sanitizer"
     san() {
         local tool=$1
