@@ -10,7 +10,9 @@
  * the device and stops at every yield point (__nanosleep) while it does not. The owner hands
  * the device to a waiting process at a yield point once its slice is over, and gives it up
  * when its last grid ends; a waiter takes a device that is free or whose owner runs nothing
- * or has died. Blocks stop only at yield points: code between two of them runs on.
+ * or has died. Blocks stop only at yield points: code between two of them runs on. The last
+ * process of a file removes it at exit; files of killed runs are removed by the next process
+ * that opens one (no live process in their slots).
  *
  * Settings: ORBIT_CUDA_EMU_TIME_SLICE_US (default 2000); MPS (ORBIT_CUDA_EMU_MPS=1 or
  * CUDA_MPS_PIPE_DIRECTORY set): no slices, kernels of processes run side by side;
@@ -18,6 +20,7 @@
  * each meson test has its own, and the ranks orbitrun starts share it);
  * ORBIT_CUDA_EMU_COMPUTE_MODE=exclusive_process: one process per device at a time. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -206,6 +209,51 @@ void acquire(Dev &d)
 
 void on_exit_release();
 
+constexpr const char *kDir = "/dev/shm", *kPrefix = "orbit-cuda-emu-v1-";
+
+/* Whether any live process has a slot in the file. */
+bool in_use(const Shared &s)
+{
+    for (const Slot &y : s.slot) {
+        const pid_t pid = y.pid.load();
+        if (pid != 0 && !dead(pid))
+            return true;
+    }
+    return false;
+}
+
+/* Once per process: remove this user's files that no live process uses (left by runs killed
+ * before their exit handler ran). A file being set up is locked and skipped. */
+void sweep_stale()
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s%u-", kPrefix, (unsigned)getuid());
+    DIR *dir = opendir(kDir);
+    if (!dir)
+        return;
+    while (struct dirent *e = readdir(dir)) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", kDir, e->d_name);
+        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        struct stat sb;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &sb) == 0 && sb.st_nlink > 0 &&
+            (size_t)sb.st_size >= sizeof(Shared)) {
+            void *p = mmap(nullptr, sizeof(Shared), PROT_READ, MAP_SHARED, fd, 0);
+            if (p != MAP_FAILED) {
+                if (!in_use(*static_cast<const Shared *>(p)))
+                    unlink(path);
+                munmap(p, sizeof(Shared));
+            }
+        }
+        close(fd); /* drops the lock */
+    }
+    closedir(dir);
+}
+
 /* The device's shared file, opened and our slot registered on first use (per process). Null
  * under MPS, or when the file cannot be made (then the device is not shared: a warning). */
 Dev *dev_get(int device, bool *refused = nullptr)
@@ -234,7 +282,9 @@ Dev *dev_get(int device, bool *refused = nullptr)
     } else {
         snprintf(key, sizeof key, "s%d", (int)getsid(0));
     }
-    snprintf(d.path, sizeof d.path, "/dev/shm/orbit-cuda-emu-v1-%u-%s-gpu%d", (unsigned)getuid(), key, device);
+    static std::once_flag swept;
+    std::call_once(swept, sweep_stale);
+    snprintf(d.path, sizeof d.path, "%s/%s%u-%s-gpu%d", kDir, kPrefix, (unsigned)getuid(), key, device);
     for (int attempt = 0; attempt < 100; attempt++) {
         int fd = open(d.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -312,12 +362,7 @@ void on_exit_release()
         if (flock(d.fd, LOCK_EX) != 0)
             continue;
         x.pid.store(0);
-        bool used = false;
-        for (Slot &y : s.slot) {
-            const pid_t pid = y.pid.load();
-            used = used || (pid != 0 && !dead(pid));
-        }
-        if (!used)
+        if (!in_use(s))
             unlink(d.path);
         flock(d.fd, LOCK_UN);
     }
