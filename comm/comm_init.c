@@ -119,7 +119,7 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     snprintf(card.shm_name, sizeof card.shm_name, "%s", c->box_name);
     orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
                                .slot_bytes = c->slot_bytes, .secret = secret, .name = c->box_name, .box = c->box,
-                               .boxes = c->boxes};
+                               .boxes = c->boxes, .bs = &c->bs};
     for (int t = 0; orb_transports[t]; t++) {
         st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
         if (st != ORB_OK)
@@ -183,6 +183,18 @@ static orb_status_t connect_transports(struct orb_comm *c, double deadline, char
         st = orb_transports[t]->connect(c->ep[t], c->bs.cards, peers, n, c->send, c->recv, deadline, err, errlen);
         if (st != ORB_OK)
             step_failed(st, err, errlen, "the %s transport", orb_transports[t]->name);
+        /* peers it could not carry (both ends agreed): the next transport that reaches them */
+        for (int i = 0; i < n && st == ORB_OK; i++) {
+            int r = peers[i];
+            if (c->send[(size_t)r * (size_t)c->nchannels].ops)
+                continue;
+            c->tp_of[r] = -1;
+            for (int u = t + 1; orb_transports[u] && c->tp_of[r] < 0; u++)
+                if (orb_transports[u]->reaches(me, &c->bs.cards[r]))
+                    c->tp_of[r] = (int8_t)u;
+            if (c->tp_of[r] < 0)
+                st = step_failed(ORB_ERR_INTERNAL, err, errlen, "no transport left for rank %d", r);
+        }
     }
     free(peers);
     return st;

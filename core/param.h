@@ -15,7 +15,9 @@
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding (unset: 20, or 0 when this host has more ranks than CPUs between them)") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to its share of its NUMA node's cores (the whole node when it has more ranks than cores); 2: the whole node; 0: off")      \
-    X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)")
+    X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \
+    X(IB_GID_INDEX, "ORBIT_IB_GID_INDEX", -1, "RoCE GID index to use (unset: the first RoCE v2 GID with an IPv4 address on an up interface)") \
+    X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)")
 
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
@@ -23,6 +25,8 @@
     X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier (empty: the tuner decides)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it; empty: derived from MASTER_ADDR and MASTER_PORT)") \
     X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \
+    X(NET, "ORBIT_NET", "", "transport between hosts: ib (RDMA verbs; init fails where it cannot work), tcp; empty: ib for pairs where both hosts have a working port and the connection test passes, else tcp") \
+    X(IB_HCA, "ORBIT_IB_HCA", "", "RDMA devices and ports to use, NCCL_IB_HCA syntax: mlx5_0:1,mlx5_1 (prefixes), =name for exact names, ^ first to exclude; empty: every active port") \
     X(SOCKET_IFNAME, "ORBIT_SOCKET_IFNAME", "", "interfaces for sockets: names or prefixes, comma separated, ^ to exclude, = for an exact name") \
     X(BOOTSTRAP_BIND_ANY, "ORBIT_BOOTSTRAP_BIND_ANY", "0", "1: rank 0 listens on every interface, not only the id's address") \
     X(HOSTID, "ORBIT_HOSTID", "", "this host's identity: ranks with equal ids share memory (empty: hostname, boot id and network namespace); set it when different hosts look alike") \

@@ -15,6 +15,7 @@
 #define ORB_ID_MAGIC 0x4f524249u /* "ORBI" */
 #define ORB_SECRET_BYTES 16
 #define ORB_MAX_RANKS 4096
+#define ORB_CARD_IB 1u /* an RDMA port that works (transport/ib) */
 
 /* What the opaque orb_unique_id_t holds. */
 typedef struct {
@@ -35,7 +36,7 @@ typedef struct {
     uint64_t host_id;   /* ranks with the same host_id share memory */
     uint16_t family;
     uint16_t port;
-    uint32_t pad;
+    uint32_t caps; /* ORB_CARD_*: what this rank offers beyond shared memory and TCP */
     uint8_t addr[16];
     char hostname[64];
     char shm_name[64];

@@ -36,6 +36,7 @@ typedef struct {
     const char *name;          /* this rank's shared-memory name prefix (card.shm_name) */
     orb_box_t *box;            /* this rank's box: wake it when data moves, post errors peers report */
     orb_box_t *const *boxes;   /* every rank's box as this rank maps it (NULL: another host) */
+    orb_bootstrap_t *bs;       /* ready by connect: collective exchanges (every rank takes part) */
 } orb_transport_args_t;
 
 typedef struct orb_transport {
@@ -47,7 +48,9 @@ typedef struct orb_transport {
     /* Whether it can connect the ranks of these two cards. */
     int (*reaches)(const orb_card_t *me, const orb_card_t *peer);
     /* Connect peers[0..npeers) (the ranks it won, maybe none), every channel: fill
-     * send/recv[peer * nchannels + ch]. Every rank calls it with its own list. */
+     * send/recv[peer * nchannels + ch]. Every rank calls it with its own list. A peer whose
+     * send[peer * nchannels].ops stays NULL goes to the next transport that reaches it (the
+     * transport must have agreed that with the peer). */
     orb_status_t (*connect)(orb_endpoint_t *ep, const orb_card_t *cards, const int *peers, int npeers,
                             orb_conn_t *send, orb_conn_t *recv, double deadline, char *err, size_t errlen);
     /* Every rank has connected (after a barrier): what was only needed to connect can go. */
@@ -69,5 +72,8 @@ extern const orb_transport_t *const orb_transports[];
 
 extern const orb_transport_t orb_shm_transport;
 extern const orb_transport_t orb_tcp_transport;
+#ifdef ORB_HAVE_IB
+extern const orb_transport_t orb_ib_transport;
+#endif
 
 #endif

@@ -1,6 +1,7 @@
 /* Fuzz target for every parser of bytes that arrive from the network: bootstrap message
  * headers, hello bodies (rank cards), unique ids (binary and text), the signatures in slot
- * headers, and the TCP transport's connection hello and frame headers. The first byte picks
+ * headers, the TCP transport's connection hello and frame headers, and the ib transport's
+ * connection record (with the ORBIT_IB_HCA parser on the same bytes as text). The first byte picks
  * the parser; the rest is the message.
  * Built as a libFuzzer target with clang (-Dfuzz=enabled), and always as fuzz_replay, which
  * runs the kept corpus and every past crash as a regression test. */
@@ -10,6 +11,8 @@
 
 #include "collectives/exec.h"
 #include "transport/bootstrap.h"
+#include "transport/ib/ib_device.h"
+#include "transport/ib/ib_wire.h"
 #include "transport/tcp/tcp_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    const uint8_t which = data[0] % 7;
+    const uint8_t which = data[0] % 8;
     data++;
     size--;
     char why[256];
@@ -71,6 +74,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&f, 0, sizeof f);
         memcpy(&f, data, size < sizeof f ? size : sizeof f);
         orb_tcp_frame_check(&f, 262144, why, sizeof why);
+        break;
+    }
+    case 7: { /* an ib connection record from rank 1 to rank 0 of 2, 2 channels; then as HCA text */
+        orb_ib_rec_check(data, size, 1, 0, 2, 2, 8, 64 + 262144, 1, why, sizeof why);
+        char spec[160];
+        size_t n = size < sizeof spec - 1 ? size : sizeof spec - 1;
+        memcpy(spec, data, n);
+        spec[n] = 0;
+        orb_ib_hca_selects(spec, "mlx5_0", 1, why, sizeof why);
         break;
     }
     default: { /* a slot header's signature, as a mismatch message would print it */
