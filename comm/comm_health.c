@@ -15,6 +15,9 @@ static uint32_t cb_doorbell(void *ctx)
 static void cb_sleep(void *ctx, uint32_t seen, double max_s)
 {
     struct orb_comm *c = ctx;
+    for (int t = 0; orb_transports[t]; t++)
+        if (orb_transports[t]->idle && c->ep[t])
+            orb_transports[t]->idle(c->ep[t]);
     orb_box_wait(c->box, seen, max_s);
 }
 

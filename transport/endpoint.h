@@ -62,6 +62,10 @@ typedef struct orb_transport {
      * to tell the others; empty when the loss was already told). */
     orb_status_t (*check_alive)(orb_endpoint_t *ep, const int *waiting_on, int n, int *lost, char *err,
                                 char *note, size_t len);
+    /* Optional (NULL: nothing to do): the executor is about to sleep on its box until woken.
+     * A transport whose arrivals wake nobody unless asked (verbs completion events) arms
+     * them here; it wakes the box itself if something already arrived. */
+    void (*idle)(orb_endpoint_t *ep);
     /* orb_comm_abort: destroy will not wait for anything. Async-signal-safe. */
     void (*abort)(orb_endpoint_t *ep);
     void (*destroy)(orb_endpoint_t *ep);

@@ -38,7 +38,11 @@ static int post_write(ib_qp_t *q, uint64_t kind, void *local, uint32_t len, uint
     wr.sg_list = len ? &sge : NULL;
     wr.num_sge = len ? 1 : 0;
     wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED | (len && len <= e->max_inline ? IBV_SEND_INLINE : 0);
+    /* Every write with immediate is solicited and the CQ is armed for solicited events only:
+     * the progress thread wakes when something arrives, not for each local completion (those
+     * precede the credits that matter to a waiting sender, and the executor drains them). */
+    wr.send_flags = IBV_SEND_SIGNALED | (with_imm ? IBV_SEND_SOLICITED : 0) |
+                    (len && len <= e->max_inline ? IBV_SEND_INLINE : 0);
     wr.imm_data = htobe32(imm);
     wr.wr.rdma.remote_addr = remote;
     wr.wr.rdma.rkey = q->r_rkey;
@@ -55,13 +59,16 @@ int orb_ib_post_misc(ib_qp_t *q, uint32_t len, int with_imm, uint32_t imm)
     return rc;
 }
 
-/* Give the peer the slots released since the last credit; at most nslots credits in flight
- * (the send queue's share), the rest follow as credits complete. */
+/* Give the peer the slots released since the last credit, once half the ring has been
+ * released: a sender that waits has every slot full, so the receiver always gets there, and
+ * a latency-bound exchange sends no credit at all. At most nslots credits in flight (the
+ * send queue's share); the rest follow as credits complete. */
 static void post_credit(ib_qp_t *q)
 {
     pthread_mutex_lock(&q->credit_lock);
     uint64_t rel = atomic_load_explicit(&q->released, memory_order_acquire);
-    if (rel != q->credit_sent && q->credits_inflight < (int)q->ep->nslots && !atomic_load(&q->failed)) {
+    uint64_t batch = q->ep->nslots / 2 ? q->ep->nslots / 2 : 1;
+    if (rel - q->credit_sent >= batch && q->credits_inflight < (int)q->ep->nslots && !atomic_load(&q->failed)) {
         int rc = post_write(q, WR_CREDIT, NULL, 0, q->r_mail_addr, 1,
                             (uint32_t)IMM_CREDIT << 30 | (uint32_t)(rel & IMM_MASK));
         if (rc == 0) {
@@ -257,6 +264,23 @@ void orb_ib_poll(ib_ep_t *e)
 
 /* ---- the progress thread: completions and async events while the executor sleeps ----- */
 
+/* The executor is about to sleep on its box: arm the CQ so that the next arrival wakes the
+ * progress thread (and through it the box), then drain what came before arming. While the
+ * executor runs it polls the CQ itself, and no event costs a thread wake-up. */
+void orb_ib_idle(ib_ep_t *e)
+{
+    if (!e->thread_started)
+        return;
+    if (!atomic_exchange(&e->armed, 1) && ibv_req_notify_cq(e->cq, 1) != 0)
+        atomic_store(&e->armed, 0);
+    if (pthread_mutex_trylock(&e->poll_lock) == 0) {
+        int got = drain(e);
+        pthread_mutex_unlock(&e->poll_lock);
+        if (got)
+            orb_box_wake(e->box); /* the sleep it is about to start must not happen */
+    }
+}
+
 static void on_async(ib_ep_t *e)
 {
     struct ibv_async_event ev;
@@ -302,14 +326,19 @@ static void *progress(void *arg)
             void *ctx;
             if (e->v->get_cq_event(e->chan, &cq, &ctx) == 0) {
                 e->v->ack_cq_events(cq, 1);
-                ibv_req_notify_cq(cq, 0); /* armed before draining: nothing arrives unseen */
+                atomic_store(&e->armed, 0); /* the executor arms again before it next sleeps */
+                pthread_mutex_lock(&e->poll_lock);
+                drain(e);
+                pthread_mutex_unlock(&e->poll_lock);
+                orb_box_wake(e->box);
             }
+        } else if (n == 0) { /* the safety net: a completion nobody was told about */
+            pthread_mutex_lock(&e->poll_lock);
+            int got = drain(e);
+            pthread_mutex_unlock(&e->poll_lock);
+            if (got)
+                orb_box_wake(e->box);
         }
-        pthread_mutex_lock(&e->poll_lock);
-        int got = drain(e);
-        pthread_mutex_unlock(&e->poll_lock);
-        if (got)
-            orb_box_wake(e->box);
         if (n > 0 && (fds[1].revents & POLLIN))
             on_async(e);
     }
@@ -321,7 +350,7 @@ orb_status_t orb_ib_thread_start(ib_ep_t *e, char *err, size_t errlen)
     fcntl(e->chan->fd, F_SETFL, fcntl(e->chan->fd, F_GETFL) | O_NONBLOCK);
     fcntl(e->ctx->async_fd, F_SETFL, fcntl(e->ctx->async_fd, F_GETFL) | O_NONBLOCK);
     e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (e->stop_fd < 0 || ibv_req_notify_cq(e->cq, 0) != 0 || pthread_create(&e->thread, NULL, progress, e) != 0) {
+    if (e->stop_fd < 0 || pthread_create(&e->thread, NULL, progress, e) != 0) {
         snprintf(err, errlen, "rank %d: cannot start the RDMA progress thread", e->rank);
         return ORB_ERR_SYSTEM;
     }

@@ -149,6 +149,8 @@ static orb_status_t ib_ep_check_alive(orb_endpoint_t *ep, const int *waiting_on,
     return ORB_OK;
 }
 
+static void ib_ep_idle(orb_endpoint_t *ep) { orb_ib_idle((ib_ep_t *)ep); }
+
 static void ib_ep_abort(orb_endpoint_t *ep) { atomic_store(&((ib_ep_t *)ep)->aborted, 1); }
 
 /* One 100 Gb/s class port until measured. */
@@ -161,6 +163,7 @@ const orb_transport_t orb_ib_transport = {
     .ready = ib_ep_ready,
     .post_error = ib_ep_post_error,
     .check_alive = ib_ep_check_alive,
+    .idle = ib_ep_idle,
     .abort = ib_ep_abort,
     .destroy = ib_ep_destroy,
 };

@@ -5,9 +5,10 @@
  * of the receiver's registered ring (inline when it fits the device's inline size); the
  * immediate says "data" and consumes one pre-posted receive, whose completion tells the
  * receiver. A released slot goes back as a zero-byte WRITE WITH IMMEDIATE carrying the
- * receiver's release count (a credit). One CQ per endpoint; the executor polls it when a
- * FIFO looks empty or full, and a progress thread sleeps on its completion channel (and the
- * async event queue) to wake the executor's box when it is asleep. */
+ * receiver's release count (a credit) once half the ring is released. One CQ per endpoint;
+ * the executor polls it when a FIFO looks empty or full, and arms it for solicited events
+ * just before it sleeps, so that a progress thread blocked on the completion channel (and
+ * the async event queue) wakes the executor's box only when it is asleep. */
 #ifndef ORB_TRANSPORT_IB_IMPL_H
 #define ORB_TRANSPORT_IB_IMPL_H
 
@@ -89,6 +90,7 @@ struct ib_ep {
     atomic_int fatal;   /* an async event made the device unusable */
     char fatal_why[200];
     atomic_int aborted;
+    atomic_int armed; /* the CQ will raise an event for the next solicited arrival */
 };
 
 /* Open the device, port and GID this rank uses (ib_open.c); ORB_OK with off_why set when ib is
@@ -109,6 +111,7 @@ void orb_ib_poll_locked(ib_ep_t *e);
 /* A zero-or-more-byte RDMA write to the peer's mail area, optionally with an immediate. */
 int orb_ib_post_misc(ib_qp_t *q, uint32_t len, int with_imm, uint32_t imm);
 void orb_ib_qp_fail(ib_qp_t *q, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void orb_ib_idle(ib_ep_t *e);
 orb_status_t orb_ib_thread_start(ib_ep_t *e, char *err, size_t errlen);
 void orb_ib_thread_stop(ib_ep_t *e);
 
