@@ -17,7 +17,7 @@ if [ "${1:-}" = --guest ]; then
     shift
     build=$1 reps=$2 sizes=$3 factor=$4 big=$5
     set -- $ORBIT_VM_ADDRS
-    a1=$1
+    a1=$1 a2=${2:-$1} # rank 0 / the perftest client on guest 1, the perftest server on the last
     g=$ORBIT_VM_GUEST ng=$ORBIT_VM_NGUESTS
     out=$ORBIT_VM_OUT
     sides="0 1"; [ "$ng" = 2 ] && sides=$((g - 1))
@@ -30,6 +30,12 @@ if [ "${1:-}" = --guest ]; then
         for k in $(seq 0 $((n - 1))); do
             c=${contenders[$(((k + rep) % n))]}
             port=$((port + 1))
+            # both guests start each contender together: a file barrier on the shared -o
+            # directory (9p, uncached), so that one guest's early finish cannot shift the order
+            if [ "$ng" = 2 ]; then
+                : >"$out/.sync.$port.$g"
+                for _ in $(seq 600); do [ -e "$out/.sync.$port.1" ] && [ -e "$out/.sync.$port.2" ] && break; sleep 0.2; done
+            fi
             pids=()
             for s in $sides; do
                 f=$out/$c.$rep
@@ -48,7 +54,12 @@ if [ "${1:-}" = --guest ]; then
                     [ "$c" = write-bw-bidir ] && args+=(-b)
                     [ "$c" = send-lat ] && tool=ib_send_lat args=(-s 8 -n 1000)
                     if [ "$s" = 0 ]; then
-                        (sleep 2; timeout 120 $tool -d rxe0 -x "$gid" -F -p $port "${args[@]}" "$a1" >"$f.txt" 2>&1) &
+                        # the server may not listen yet: try again for up to 20 s
+                        (for _ in $(seq 20); do sleep 1
+                             timeout 120 $tool -d rxe0 -x "$gid" -F -p $port "${args[@]}" "$a2" >"$f.txt" 2>&1 &&
+                                 break
+                             grep -q "Couldn't connect" "$f.txt" || break
+                         done) &
                     else
                         timeout 120 $tool -d rxe0 -x "$gid" -F -p $port "${args[@]}" >/dev/null 2>&1 &
                     fi
@@ -57,7 +68,6 @@ if [ "${1:-}" = --guest ]; then
                 pids+=($!)
             done
             for p in "${pids[@]}"; do wait "$p"; done
-            [ "$ng" = 2 ] && sleep 1 # the other guest may still be closing this contender
         done
     done
     exit 0
@@ -84,7 +94,7 @@ mkdir -p "$outdir"
 big=$(python3 -c "import sys; s=sys.argv[1].split(':')[-1].upper(); m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$sizes")
 bash "$here/../tests/ib/rxe_vm.sh" -g "$guests" -s -t 3000 -o "$outdir" -- \
     "bash $here/ib_compare.sh --guest $build $reps $sizes $factor $big" || exit $?
-python3 - "$outdir" "$guests" "$big" <<'PY'
+python3 - "$outdir" "$guests" "$big" <<'PY' | tee "$outdir/summary.txt"
 import glob, json, os, re, statistics, sys
 outdir, guests, big = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows = {}
@@ -99,7 +109,10 @@ def tool(name, col):
         for line in open(path):
             f = line.split()
             if len(f) >= 5 and f[0].isdigit() and f[1].isdigit():
-                vals.append(float(f[col]))
+                if float(f[col]) > 0: # perftest prints 0.00 for a run that lost its peer
+                    vals.append(float(f[col]))
+                else:
+                    print("# %s: a run reported %s (left out)" % (os.path.basename(path), f[col]))
     return vals
 bw, bwb, lat = tool("write-bw", 3), tool("write-bw-bidir", 3), tool("send-lat", 5)
 med = lambda v: statistics.median(v) if v else None
