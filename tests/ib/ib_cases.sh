@@ -13,11 +13,12 @@ work=$(mktemp -d)
 addr=${ORBIT_VM_ADDRS%% *}
 pass=0 fails=0
 
-# run2 LIMIT VAR=VAL... -- ARGS: both ranks with the settings; per-rank settings as R0:VAR=VAL
-# or R1:VAR=VAL. Logs in $work/r0.log and r1.log; returns the first nonzero status.
+# run2 LIMIT VAR=VAL... -- ARGS: NR ranks (2 unless NR is set) with the settings, each with its
+# own host id; per-rank settings as R0:VAR=VAL or R1:VAR=VAL. Logs in $work/r<rank>.log;
+# returns the first nonzero status.
 run2() {
     local limit=$1; shift
-    local common=() r0=() r1=()
+    local common=() r0=() r1=() n=${NR:-2}
     while [ "$1" != -- ]; do
         case $1 in R0:*) r0+=("${1#R0:}") ;; R1:*) r1+=("${1#R1:}") ;; *) common+=("$1") ;; esac
         shift
@@ -26,14 +27,17 @@ run2() {
     local port=$((20000 + RANDOM % 20000)) secret
     secret=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
     local pids=() r st=0 s
-    for r in 0 1; do
-        local mine=("${r0[@]}"); [ $r = 1 ] && mine=("${r1[@]}")
-        env RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="${MASTER:-$addr}" MASTER_PORT=$port \
+    rm -f "$work"/r*.log
+    for ((r = 0; r < n; r++)); do
+        local mine=()
+        [ $r = 0 ] && mine=("${r0[@]}")
+        [ $r = 1 ] && mine=("${r1[@]}")
+        env RANK=$r WORLD_SIZE=$n LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="${MASTER:-$addr}" MASTER_PORT=$port \
             ORBIT_SECRET="$secret" ORBIT_HOSTID=h$r ORBIT_DEBUG=INFO ORBIT_INIT_TIMEOUT=20 ORBIT_TIMEOUT=20 \
             "${common[@]}" "${mine[@]}" timeout -k 2 "$limit" "$@" >"$work/r$r.log" 2>&1 &
         pids+=($!)
     done
-    for r in 0 1; do
+    for ((r = 0; r < n; r++)); do
         wait "${pids[r]}" 2>/dev/null; s=$?
         [ $st = 0 ] && st=$s
     done
@@ -78,21 +82,31 @@ verdict "ORBIT_IB_GID_INDEX out of range -> init fails naming it" $?
 run2 60 ORBIT_IB_GID_INDEX=999 -- "$prog" fail "ORBIT_IB_GID_INDEX=999: that entry of rxe0 port 1's GID table is empty"
 verdict "ORBIT_IB_GID_INDEX of an unused entry -> init fails naming it" $?
 
-# A rank killed mid-job: the survivor fails with ORB_ERR_PEER_LOST naming it within 5 s
-# (test_robust chaos: the victim SIGKILLs itself; only RDMA connects them).
-for seed in 3 5; do
-    run2 60 ORBIT_NET=ib -- "$robust" chaos "$seed"
-    line=$(cat "$work/r0.log" "$work/r1.log" | grep -E "^(VICTIM|SURVIVOR)" | tr '\n' ' ')
-    v=$(awk '$1 == "VICTIM" { print $2, $3 }' "$work/r0.log" "$work/r1.log")
-    s=$(awk '$1 == "SURVIVOR" { print $3, $4 }' "$work/r0.log" "$work/r1.log")
-    ok=$(awk -v v="$v" -v s="$s" 'BEGIN { split(v, a, " "); split(s, b, " ");
-        print (a[1] != "" && b[1] == "ORB_ERR_PEER_LOST" && b[2] - a[2] <= 5) ? 1 : 0 }')
-    if [ "$ok" = 1 ] && grep -h "^SURVIVOR" "$work/r0.log" "$work/r1.log" | grep -q "rank $(echo "$v" | cut -d' ' -f1) "; then
-        pass=$((pass + 1)); echo "ok    killed rank, seed $seed: $line"
-    else
-        fails=$((fails + 1)); echo "FAIL  killed rank, seed $seed: $line"
-        grep -v "INFO: orb_" "$work/r0.log" "$work/r1.log" | tail -n 12
-    fi
+# A rank killed mid-job: every survivor fails with ORB_ERR_PEER_LOST naming it within 5 s
+# of its death (test_robust chaos: the victim SIGKILLs itself; only RDMA connects them).
+for nr_seed in "2 3" "2 5" "3 7"; do
+    set -- $nr_seed
+    NR=$1 run2 60 ORBIT_NET=ib -- "$robust" chaos "$2"
+    line=$(cat "$work"/r*.log | grep -E "^(VICTIM|SURVIVOR)" | tr '\n' ' ')
+    verdict=$(cat "$work"/r*.log | awk -v n="$1" '
+        $1 == "VICTIM" { victim = $2; tv = $3 }
+        $1 == "SURVIVOR" { k++; st[k] = $3; t[k] = $4; line[k] = $0 }
+        END {
+            if (victim == "") { print "no victim died"; exit }
+            if (k != n - 1) { print k " survivors reported, want " n - 1; exit }
+            for (i = 1; i <= k; i++) {
+                if (st[i] != "ORB_ERR_PEER_LOST") { print "a survivor got " st[i]; exit }
+                if (index(line[i], "rank " victim " ") == 0) { print "a survivor does not name rank " victim; exit }
+                if (t[i] - tv > 5) { printf "a survivor took %.2f s\n", t[i] - tv; exit }
+                if (t[i] - tv > worst) worst = t[i] - tv
+            }
+            printf "ok: victim rank %d, %d survivor(s), slowest %.2f s\n", victim, k, worst
+        }')
+    case $verdict in
+    ok:*) pass=$((pass + 1)); echo "ok    killed rank, $1 ranks, seed $2: ${verdict#ok: }" ;;
+    *) fails=$((fails + 1)); echo "FAIL  killed rank, $1 ranks, seed $2: $verdict: $line"
+       grep -hv "INFO: orb_" "$work"/r*.log | tail -n 12 ;;
+    esac
 done
 
 # No active port: the interface under rxe0 goes down (its port follows), bootstrap over lo.
