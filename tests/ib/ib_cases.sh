@@ -109,6 +109,9 @@ for nr_seed in "2 3" "2 5" "3 7"; do
     esac
 done
 
+run2 60 ORBIT_NET=ib -- "$prog" lose
+verdict "a rank gone without a word -> PEER_LOST, then destroy does not wait for it" $? "rank 0: ok (lost after"
+
 # No active port: the interface under rxe0 goes down (its port follows), bootstrap over lo.
 ip link set dummy0 down
 for _ in $(seq 50); do

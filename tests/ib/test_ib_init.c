@@ -3,11 +3,17 @@
  *                               rank- and position-dependent values) and a broadcast of 1 MiB
  *                               from rank 1 match their closed forms
  *   test_ib_init fail TEXT...   init fails, and its message contains every TEXT
+ *   test_ib_init lose           rank 1 exits without a word after init; rank 0's all-reduce
+ *                               fails with ORB_ERR_PEER_LOST naming rank 1, and its destroy
+ *                               then returns within 4 s (it must not wait for writes to the
+ *                               dead peer: the drain of a healthy destroy waits up to 5 s)
  * Each rank judges only itself: prints "rank R: ok" or "rank R: FAIL ..." and exits 0 or 1. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "orbit.h"
 
@@ -60,20 +66,54 @@ static int run_ok(orb_comm_t c)
     return 0;
 }
 
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int run_lose(orb_comm_t c)
+{
+    if (rank != 0) {
+        printf("rank %d: leaving without a word\n", rank);
+        fflush(stdout);
+        _exit(0);
+    }
+    sleep(1); /* let it go first */
+    int32_t x[256] = {0};
+    double t0 = now();
+    orb_status_t st = orb_allreduce(x, x, 256, ORB_INT32, ORB_SUM, c, NULL);
+    double lost_s = now() - t0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", orb_comm_last_error(c));
+    if (st != ORB_ERR_PEER_LOST || !strstr(buf, "rank 1 "))
+        return fail("all-reduce with rank 1 gone: %s: %s", orb_status_name(st), buf);
+    t0 = now();
+    orb_comm_destroy(c);
+    double destroy_s = now() - t0;
+    if (destroy_s > 4.0) {
+        snprintf(buf, sizeof buf, "%.2f s", destroy_s);
+        return fail("destroy after the loss took %s%s", buf, "");
+    }
+    printf("rank 0: ok (lost after %.2f s, destroy %.3f s)\n", lost_s, destroy_s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *r = getenv("RANK");
     rank = r ? atoi(r) : -1;
-    if (argc < 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "fail") != 0)) {
-        fprintf(stderr, "usage: test_ib_init ok | fail TEXT...\n");
+    if (argc < 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "fail") != 0 && strcmp(argv[1], "lose") != 0)) {
+        fprintf(stderr, "usage: test_ib_init ok | fail TEXT... | lose\n");
         return 2;
     }
     orb_comm_t c = NULL;
     orb_status_t st = orb_comm_init_env(&c);
-    if (!strcmp(argv[1], "ok")) {
+    if (!strcmp(argv[1], "ok") || !strcmp(argv[1], "lose")) {
         if (st != ORB_OK)
             return fail("init: %s: %s", orb_status_name(st), orb_comm_last_error(NULL));
-        return run_ok(c);
+        return !strcmp(argv[1], "ok") ? run_ok(c) : run_lose(c);
     }
     if (st == ORB_OK)
         return fail("init succeeded where it should have failed%s%s", "", "");
