@@ -15,7 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-work=${ORBIT_MUTANT_DIR:-/tmp/orbit-mutants}
+# not /tmp: the Soft-RoCE guests (tests/ib/rxe_vm.sh) have their own /tmp, and the ibvm mutants
+# run scripts from the copy
+work=${ORBIT_MUTANT_DIR:-/var/tmp/orbit-mutants}
 mkdir -p "$work"
 copy=$work/tree
 build=$copy/build-mutants

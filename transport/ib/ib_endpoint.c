@@ -133,6 +133,10 @@ static orb_status_t ib_ep_check_alive(orb_endpoint_t *ep, const int *waiting_on,
         uint64_t pongs = atomic_load_explicit(&q0->pongs, memory_order_acquire);
         if (q0->pings > pongs && now - q0->ping_time[pongs % 2] > HEARTBEAT_S) {
             *lost = p;
+            /* its QPs are dead too: destroy must not wait for writes to it to complete */
+            for (int ch = 0; ch < e->nchannels; ch++)
+                orb_ib_qp_fail(&e->qps[e->qp_of_peer[p] + ch], IBV_WC_RETRY_EXC_ERR,
+                               "no answer to RDMA heartbeats for %.0f s", HEARTBEAT_S);
             snprintf(err, len, "rank %d: rank %d (on %s) left an RDMA heartbeat unanswered for %.1f s: it died, or "
                      "its host or the network failed", e->rank, p, e->cards[p].hostname, now - q0->ping_time[pongs % 2]);
             snprintf(note, len, "rank %d (on %s) died or left (no RDMA heartbeat answer to rank %d for %.0f s)", p,
