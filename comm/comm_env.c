@@ -39,7 +39,6 @@ orb_status_t orb_comm_init_env(orb_comm_t *comm)
 {
     static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", NULL};
     static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
-    static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL};
     if (!comm) {
         orb_set_thread_error("orb_comm_init_env: comm (the output pointer) is NULL");
         return ORB_ERR_INVALID_ARG;
@@ -61,10 +60,7 @@ orb_status_t orb_comm_init_env(orb_comm_t *comm)
         orb_set_thread_error("orb_comm_init_env: %s=\"%s\" is not a rank in 0..%ld", rv, rs, size - 1);
         return ORB_ERR_INVALID_ARG;
     }
-    const char *ls = env_first(local_vars, NULL);
-    long local = 0;
-    if (ls)
-        parse_int(ls, 0, ORB_MAX_RANKS, &local);
+    const int local = orb_env_local_rank();
     const char *addr = getenv("MASTER_ADDR");
     if (!addr || !*addr) {
         /* One-host jobs need no address: everybody is on loopback. */
@@ -112,9 +108,9 @@ orb_status_t orb_comm_init_env(orb_comm_t *comm)
     orb_id_encode(&id, &a, secret);
     orb_status_t st = orb_comm_init_rank(comm, (int)size, id, (int)rank);
     if (st == ORB_OK) {
-        (*comm)->local_rank = (int)local;
-        if (ls)
-            orb_cuda_comm_bind_local_rank(*comm, (int)local); /* no CUDA call until a device buffer shows up */
+        (*comm)->local_rank = local >= 0 ? local : 0;
+        if (local >= 0)
+            orb_cuda_comm_bind_local_rank(*comm, local); /* no CUDA call until a device buffer shows up */
     }
     return st;
 }

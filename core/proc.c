@@ -85,3 +85,17 @@ uint64_t orb_host_id(void)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "/%llu", (unsigned long long)sb.st_ino);
     return orb_hash64(buf, n, 11);
 }
+
+int orb_env_local_rank(void)
+{
+    static const char *const vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        if (!s || !*s)
+            continue;
+        char *end;
+        long v = strtol(s, &end, 10);
+        return *end || v < 0 || v > 1 << 20 ? -1 : (int)v;
+    }
+    return -1;
+}

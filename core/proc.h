@@ -12,4 +12,7 @@ int orb_proc_alive(pid_t pid, uint64_t start);
  * (so network namespaces act as separate hosts), or ORBIT_HOSTID when set. */
 uint64_t orb_host_id(void);
 uint64_t orb_hash64(const void *data, size_t len, uint64_t seed);
+/* This process's rank on its host as the launcher says it (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+ * SLURM_LOCALID, MPI_LOCALRANKID: the first set), or -1 when none is set to a number >= 0. */
+int orb_env_local_rank(void);
 #endif

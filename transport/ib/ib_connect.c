@@ -198,6 +198,9 @@ static void fill_record(ib_ep_t *e, void *rec)
     }
 }
 
+/* Tested: the peer's hello arrived and ours was acknowledged. */
+static int qp_tested(ib_qp_t *q) { return atomic_load(&q->hello_in) && atomic_load(&q->hello_done); }
+
 /* Send a hello on every QP and wait for every peer's; a QP that fails or stays silent marks
  * its peer unusable (why in the QP). */
 static void test_qps(ib_ep_t *e, double deadline)
@@ -210,15 +213,14 @@ static void test_qps(ib_ep_t *e, double deadline)
         int pending = 0;
         for (int i = 0; i < e->nqps; i++) {
             ib_qp_t *q = &e->qps[i];
-            if (!atomic_load(&q->failed) && !(atomic_load(&q->hello_in) && atomic_load(&q->hello_done)))
-                pending++;
+            pending += !atomic_load(&q->failed) && !qp_tested(q);
         }
         if (!pending)
             return;
         if (orb_now() > deadline) {
             for (int i = 0; i < e->nqps; i++) {
                 ib_qp_t *q = &e->qps[i];
-                if (!atomic_load(&q->failed) && !(atomic_load(&q->hello_in) && atomic_load(&q->hello_done)))
+                if (!atomic_load(&q->failed) && !qp_tested(q))
                     orb_ib_qp_fail(q, 0, "the test message %s within %.0f s",
                                    atomic_load(&q->hello_done) ? "from it did not arrive" : "to it was not acknowledged",
                                    HELLO_S);

@@ -65,14 +65,19 @@ int orb_ib_post_misc(ib_qp_t *q, uint32_t len, int with_imm, uint32_t imm)
  * send queue's share); the rest follow as credits complete. */
 static void post_credit(ib_qp_t *q)
 {
+    const uint64_t batch = q->ep->nslots / 2 ? q->ep->nslots / 2 : 1;
+    /* the common release owes no credit yet: no lock on the executor's hot path */
+    if (atomic_load_explicit(&q->released, memory_order_relaxed) -
+            atomic_load_explicit(&q->credit_sent, memory_order_relaxed) < batch)
+        return;
     pthread_mutex_lock(&q->credit_lock);
     uint64_t rel = atomic_load_explicit(&q->released, memory_order_acquire);
-    uint64_t batch = q->ep->nslots / 2 ? q->ep->nslots / 2 : 1;
-    if (rel - q->credit_sent >= batch && q->credits_inflight < (int)q->ep->nslots && !atomic_load(&q->failed)) {
+    uint64_t sent = atomic_load_explicit(&q->credit_sent, memory_order_relaxed);
+    if (rel - sent >= batch && q->credits_inflight < (int)q->ep->nslots && !atomic_load(&q->failed)) {
         int rc = post_write(q, WR_CREDIT, NULL, 0, q->r_mail_addr, 1,
                             (uint32_t)IMM_CREDIT << 30 | (uint32_t)(rel & IMM_MASK));
         if (rc == 0) {
-            q->credit_sent = rel;
+            atomic_store_explicit(&q->credit_sent, rel, memory_order_relaxed);
             q->credits_inflight++;
         } else {
             pthread_mutex_unlock(&q->credit_lock);
@@ -251,8 +256,6 @@ static int drain(ib_ep_t *e)
     }
     return total;
 }
-
-void orb_ib_poll_locked(ib_ep_t *e) { drain(e); }
 
 void orb_ib_poll(ib_ep_t *e)
 {

@@ -40,7 +40,7 @@ typedef struct {
     orb_fifo_ctrl_t recv_ctrl; /* head: data writes arrived */
     _Atomic uint64_t send_done; /* data writes completed here (their send slots reusable) */
     _Atomic uint64_t released;  /* recv slots released by the executor */
-    uint64_t credit_sent;       /* under credit_lock */
+    _Atomic uint64_t credit_sent; /* written under credit_lock; read without it to skip it */
     int credits_inflight;       /* under credit_lock */
     pthread_mutex_t credit_lock;
     atomic_int misc_inflight; /* probes, hello, error mail */
@@ -107,7 +107,6 @@ void orb_ib_teardown(ib_ep_t *e, int drain);
 extern const orb_conn_ops_t orb_ib_conn_ops;
 /* Drain the CQ (trylock: returns at once when another thread is at it). */
 void orb_ib_poll(ib_ep_t *e);
-void orb_ib_poll_locked(ib_ep_t *e);
 /* A zero-or-more-byte RDMA write to the peer's mail area, optionally with an immediate. */
 int orb_ib_post_misc(ib_qp_t *q, uint32_t len, int with_imm, uint32_t imm);
 void orb_ib_qp_fail(ib_qp_t *q, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

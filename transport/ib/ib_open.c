@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/param.h"
+#include "core/proc.h"
 #include "transport/ib/ib_device.h"
 #include "transport/ib/ib_impl.h"
 
@@ -15,13 +16,8 @@ static const char *link_name(int ll) { return ll == IBV_LINK_LAYER_ETHERNET ? "R
 /* With several usable ports, ranks of a host spread over them by local rank (the launcher's). */
 static int local_rank(void)
 {
-    static const char *vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *s = getenv(vars[i]);
-        if (s && *s)
-            return atoi(s) < 0 ? 0 : atoi(s);
-    }
-    return 0;
+    int l = orb_env_local_rank();
+    return l < 0 ? 0 : l;
 }
 
 static orb_status_t pick_gid(ib_ep_t *e, char *err, size_t errlen)
