@@ -100,9 +100,13 @@ guest_main() {
     . "$ctl/job.conf" || guest_fail "no job.conf in the control share"
     mkdir -p "$out"
     mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out "$out" || guest_fail "cannot mount the output share"
-    case $cwd in /tmp/*) # hidden by the guest's own /tmp; stage 1 kept it reachable
-        mkdir -p "$cwd"
-        mount --bind "/run/orbit-vm/hosttmp/${cwd#/tmp/}" "$cwd" ;;
+    case $cwd in /tmp/*) # hidden by the guest's own /tmp; stage 1 kept it reachable. The
+        # whole top directory, not only the cwd: a checkout under /tmp runs its tests from
+        # build/ and their scripts from tests/ (a fresh clone in /tmp/fresh, say)
+        top=${cwd#/tmp/}
+        top=/tmp/${top%%/*}
+        mkdir -p "$top"
+        mount --bind "/run/orbit-vm/hosttmp/${top#/tmp/}" "$top" ;;
     esac
 
     echo "orbit-vm$g" >/proc/sys/kernel/hostname
