@@ -97,6 +97,21 @@ orb_status_t orb_comm_destroy(orb_comm_t comm);
 orb_status_t orb_comm_abort(orb_comm_t comm);
 orb_status_t orb_comm_rank(orb_comm_t comm, int *rank);
 orb_status_t orb_comm_size(orb_comm_t comm, int *size);
+/* Sub-communicators (ncclCommSplit semantics): every rank of comm calls it; the ranks that
+ * pass the same color form one new communicator, ranked by key (ties by their rank in comm).
+ * ORB_SPLIT_NOCOLOR joins no group and gets *newcomm = NULL. The child has its own
+ * connections and settings inherited from comm, and is destroyed on its own. */
+#define ORB_SPLIT_NOCOLOR (-1)
+orb_status_t orb_comm_split(orb_comm_t comm, int color, int key, orb_comm_t *newcomm);
+/* A new communicator with the same ranks as comm (a split with one color, ranks kept). */
+orb_status_t orb_comm_dup(orb_comm_t comm, orb_comm_t *newcomm);
+/* Deterministic reductions on comm (default: ORBIT_DETERMINISTIC): when on, all-reduce,
+ * reduce and reduce-scatter add every element's contributions in rank order 0..n-1, so the
+ * result is bitwise the same whatever algorithm, chunking, channels, ring order or transport
+ * runs the call, and for host and device buffers alike. Every rank must set the same value
+ * before its next collective. */
+orb_status_t orb_comm_set_deterministic(orb_comm_t comm, int on);
+orb_status_t orb_comm_get_deterministic(orb_comm_t comm, int *on);
 /* Detail of the last failed call on comm ("" if none). Never NULL. */
 const char *orb_comm_last_error(orb_comm_t comm);
 /* An error raised in the background (peer lost, abort), ORB_OK if none. */
@@ -119,6 +134,22 @@ orb_status_t orb_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
 orb_status_t orb_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                 orb_dtype_t dtype, orb_op_t op, orb_comm_t comm,
                                 orb_stream_t stream);
+/* All-to-all: block j (count elements) of rank i's sendbuf lands in block i of rank j's
+ * recvbuf; both buffers hold nranks * count elements. In place when sendbuf == recvbuf. */
+orb_status_t orb_alltoall(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype,
+                          orb_comm_t comm, orb_stream_t stream);
+/* MPI_Alltoallv, counts and displacements in elements: rank i sends sendcounts[j] elements
+ * from sendbuf + sdispls[j] to rank j, which receives them at recvbuf + rdispls[i]; rank j's
+ * recvcounts[i] must equal rank i's sendcounts[j] (a pair that disagrees fails on both ranks,
+ * naming them and the counts). Not in place: sendbuf and recvbuf must not overlap. */
+orb_status_t orb_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                           void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                           orb_dtype_t dtype, orb_comm_t comm, orb_stream_t stream);
+/* Scatter: block i (recvcount elements) of the root's sendbuf lands in rank i's recvbuf.
+ * sendbuf is read on the root only. In place on the root when recvbuf is its own block of
+ * sendbuf (sendbuf + root * recvcount), as in NCCL. */
+orb_status_t orb_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype,
+                         int root, orb_comm_t comm, orb_stream_t stream);
 orb_status_t orb_barrier(orb_comm_t comm);
 orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                       orb_stream_t stream);
