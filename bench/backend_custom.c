@@ -103,6 +103,14 @@ static int custom_run(bench_backend_t *be, bench_call_t *c)
         st = orb_reduce_scatter(c->sendbuf, c->recvbuf, c->count, c->dtype, c->op, comm,
                                 c->stream);
         break;
+    case BENCH_ALLTOALL:
+        what = "orb_alltoall";
+        st = orb_alltoall(c->sendbuf, c->recvbuf, c->count, c->dtype, comm, c->stream);
+        break;
+    case BENCH_SCATTER:
+        what = "orb_scatter";
+        st = orb_scatter(c->sendbuf, c->recvbuf, c->count, c->dtype, c->root, comm, c->stream);
+        break;
     case BENCH_SENDRECV: {
         /* A ring shift: send to the next rank, receive from the previous one. Grouped so
          * neither call waits for the other (and one rank can send to itself). */

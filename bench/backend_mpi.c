@@ -130,6 +130,18 @@ static int mpi_run(bench_backend_t *be, bench_call_t *c)
                                           MPI_COMM_WORLD);
         }
         break;
+    case BENCH_ALLTOALL:
+        /* MPI_IN_PLACE exchanges within recvbuf, which is sendbuf in-place. */
+        what = "MPI_Alltoall";
+        rc = MPI_Alltoall(in, count, dt, c->recvbuf, count, dt, MPI_COMM_WORLD);
+        break;
+    case BENCH_SCATTER:
+        /* In place the root keeps its block where it is in sendbuf, as NCCL and orbit do. */
+        what = "MPI_Scatter";
+        rc = MPI_Scatter(c->sendbuf, count, dt,
+                         root_here && c->inplace ? MPI_IN_PLACE : c->recvbuf, count, dt,
+                         c->root, MPI_COMM_WORLD);
+        break;
     case BENCH_SENDRECV: {
         int next = (be->rank + 1) % be->nranks;
         int prev = (be->rank + be->nranks - 1) % be->nranks;

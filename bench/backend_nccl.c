@@ -12,6 +12,7 @@
 typedef struct {
     bench_backend_t ctrl;
     ncclComm_t comm;
+    int inplace; /* the in-place variant will run */
 } nccl_state_t;
 
 static nccl_state_t *state_of(bench_backend_t *be)
@@ -71,6 +72,7 @@ static int nccl_init(bench_backend_t *be, const bench_opts_t *o)
         return -1;
     }
     be->state = s;
+    s->inplace = o->run_inplace;
     s->ctrl.ops = &bench_backend_custom;
 #ifdef BENCH_HAVE_MPI
     if (getenv("OMPI_COMM_WORLD_SIZE"))
@@ -106,10 +108,77 @@ static int nccl_init(bench_backend_t *be, const bench_opts_t *o)
 static int nccl_supports(bench_backend_t *be, const bench_coll_t *coll, orb_dtype_t dtype,
                          orb_op_t op)
 {
-    (void)be;
-    (void)coll;
+    /* NCCL does not promise an in-place all-to-all (grouped sends and receives on one
+     * buffer race), so it is not timed rather than timed wrong. */
+    if (coll->kind == BENCH_ALLTOALL && state_of(be)->inplace) {
+        snprintf(be->err, sizeof(be->err),
+                 "in-place alltoall: not supported by --backend nccl (add --no-inplace)");
+        return 0;
+    }
     return nccl_dtype(dtype) != ncclNumTypes && nccl_op(op) != ncclNumOps;
 }
+
+/* NCCL 2.28 has ncclAlltoAll and ncclScatter; before it, the grouped sends and receives
+ * nccl-tests uses. */
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+static ncclResult_t nccl_alltoall(bench_backend_t *be, const bench_call_t *c, ncclDataType_t dt,
+                                  ncclComm_t comm, cudaStream_t stream)
+{
+    (void)be;
+    return ncclAlltoAll(c->sendbuf, c->recvbuf, c->count, dt, comm, stream);
+}
+
+static ncclResult_t nccl_scatter(bench_backend_t *be, const bench_call_t *c, ncclDataType_t dt,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+    (void)be;
+    return ncclScatter(c->sendbuf, c->recvbuf, c->count, dt, c->root, comm, stream);
+}
+#else
+static ncclResult_t group_end(ncclResult_t rc)
+{
+    ncclResult_t end = ncclGroupEnd();
+    return rc == ncclSuccess ? end : rc;
+}
+
+static ncclResult_t nccl_alltoall(bench_backend_t *be, const bench_call_t *c, ncclDataType_t dt,
+                                  ncclComm_t comm, cudaStream_t stream)
+{
+    size_t bytes = c->count * orb_dtype_size(c->dtype);
+    ncclResult_t rc = ncclGroupStart();
+    if (rc != ncclSuccess)
+        return rc;
+    for (int r = 0; r < be->nranks && rc == ncclSuccess; r++) {
+        rc = ncclSend((const char *)c->sendbuf + (size_t)r * bytes, c->count, dt, r, comm, stream);
+        if (rc == ncclSuccess)
+            rc = ncclRecv((char *)c->recvbuf + (size_t)r * bytes, c->count, dt, r, comm, stream);
+    }
+    return group_end(rc);
+}
+
+static ncclResult_t nccl_scatter(bench_backend_t *be, const bench_call_t *c, ncclDataType_t dt,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+    size_t bytes = c->count * orb_dtype_size(c->dtype);
+    ncclResult_t rc = ncclGroupStart();
+    if (rc != ncclSuccess)
+        return rc;
+    if (be->rank != c->root) {
+        rc = ncclRecv(c->recvbuf, c->count, dt, c->root, comm, stream);
+        return group_end(rc);
+    }
+    for (int r = 0; r < be->nranks && rc == ncclSuccess; r++) {
+        const char *block = (const char *)c->sendbuf + (size_t)r * bytes;
+        if (r != be->rank)
+            rc = ncclSend(block, c->count, dt, r, comm, stream);
+        else if (block != c->recvbuf &&
+                 cudaMemcpyAsync(c->recvbuf, block, bytes, cudaMemcpyDeviceToDevice, stream) !=
+                     cudaSuccess)
+            rc = ncclUnhandledCudaError;
+    }
+    return group_end(rc);
+}
+#endif
 
 static int nccl_run(bench_backend_t *be, bench_call_t *c)
 {
@@ -167,6 +236,14 @@ static int nccl_run(bench_backend_t *be, bench_call_t *c)
             rc = end;
         break;
     }
+    case BENCH_ALLTOALL:
+        what = "ncclAlltoAll";
+        rc = nccl_alltoall(be, c, dt, comm, stream);
+        break;
+    case BENCH_SCATTER:
+        what = "ncclScatter";
+        rc = nccl_scatter(be, c, dt, comm, stream);
+        break;
     case BENCH_SENDRECV: {
         int next = (be->rank + 1) % be->nranks;
         int prev = (be->rank + be->nranks - 1) % be->nranks;

@@ -9,6 +9,7 @@ usage() {
     cat <<USAGE
 usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] BUILD_DIR COLLECTIVE [bench flags...]
   COLLECTIVE   allreduce broadcast reduce gather allgather reduce_scatter sendrecv
+               alltoall scatter
   -n NRANKS    ranks per run                         [2]
   -r REPS      runs per backend, alternating         [5]
   -o OUTDIR    keep each run's table and JSON here   [a temporary dir, removed]

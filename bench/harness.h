@@ -16,6 +16,8 @@ typedef enum {
     BENCH_ALLGATHER,
     BENCH_REDUCE_SCATTER,
     BENCH_SENDRECV,
+    BENCH_ALLTOALL,
+    BENCH_SCATTER,
 } bench_coll_kind_t;
 
 /* One collective call as a backend sees it. */
@@ -23,7 +25,7 @@ typedef struct {
     bench_coll_kind_t kind;
     const void *sendbuf;
     void *recvbuf;
-    size_t count; /* the count argument of the call (per rank for gather-like calls) */
+    size_t count; /* the count argument of the call (per rank or per block for gather-like calls) */
     orb_dtype_t dtype;
     orb_op_t op;
     int root;

@@ -27,6 +27,14 @@ int bench_counts_scattered(size_t bytes, size_t elem_size, int nranks, bench_cou
     return c->count > 0;
 }
 
+int bench_counts_exchanged(size_t bytes, size_t elem_size, int nranks, bench_counts_t *c)
+{
+    c->count = bytes / elem_size / (size_t)nranks;
+    c->send_elems = c->recv_elems = c->count * (size_t)nranks;
+    c->bytes = c->send_elems * elem_size;
+    return c->count > 0;
+}
+
 void bench_place_flat(bench_call_t *call, void *sendbuf, void *recvbuf, size_t elem_size,
                       int rank, int inplace)
 {

@@ -9,8 +9,10 @@
 int bench_counts_flat(size_t bytes, size_t elem_size, int nranks, bench_counts_t *c);
 /* size = whole output, count = per-rank input: gather, allgather. */
 int bench_counts_gathered(size_t bytes, size_t elem_size, int nranks, bench_counts_t *c);
-/* size = whole input, count = per-rank output: reduce_scatter. */
+/* size = whole input, count = per-rank output: reduce_scatter, scatter. */
 int bench_counts_scattered(size_t bytes, size_t elem_size, int nranks, bench_counts_t *c);
+/* size = whole input = whole output, count = one block of n: alltoall. */
+int bench_counts_exchanged(size_t bytes, size_t elem_size, int nranks, bench_counts_t *c);
 
 /* In-place: sendbuf == recvbuf. */
 void bench_place_flat(bench_call_t *call, void *sendbuf, void *recvbuf, size_t elem_size,
