@@ -6,6 +6,7 @@
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
+#   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
 # Usage: bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
 #   defaults: build 5 results/<UTC date>-<CPU model>; every run's table and JSON (nccl-tests
 #   rows, one object per line) are kept under OUT_DIR, and the suite's output is OUT_DIR/suite.txt,
@@ -30,12 +31,12 @@ echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
 bash bench/compare.sh -n 2 -r "$reps" -o "$out/1-allreduce" "$build" allreduce --size 8:256M --factor 4 --check
 
 echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
-for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
+for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 16M:64M --factor 4
 done
 echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB"
-for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv; do
+for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2b-$c" "$build" "$c" --size 8:4K --factor 8
 done
@@ -94,3 +95,6 @@ if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist
 else
   echo "(skipped: orbit-train or Fashion-MNIST missing)"
 fi
+
+echo; echo "## 7. alltoall and scatter, 2 and 4 ranks, orbit vs Open MPI: busbw 1-64 MiB, time 8 B-4 KiB"
+bash bench/goal_compare.sh -r "$reps" -o "$out/7-goals" "$build" alltoall scatter

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# All-reduce across two "hosts" (network namespaces joined by a bridge, 1 rank each, real
-# TCP): orbit, Open MPI over TCP and Gloo side by side in one run, with iperf3 measuring the
-# same link. Each repetition runs every contender once, in a rotating order, so a noisy
-# machine hurts all alike; the table shows medians. Needs root (ip netns), Open MPI,
-# iperf3 and Debian's python3-torch at /usr/bin/python3; a missing peer is left out.
+# A collective (all-reduce unless -c) across two "hosts" (network namespaces joined by a
+# bridge, 1 rank each unless -p, real TCP): orbit, Open MPI over TCP and (all-reduce only)
+# Gloo side by side in one run, with iperf3 measuring the same link. Each repetition runs
+# every contender once, in a rotating order, so a noisy machine hurts all alike; the table
+# shows medians. Needs root (ip netns), Open MPI, iperf3 and Debian's python3-torch at
+# /usr/bin/python3; a missing peer is left out.
 set -uo pipefail
 
 usage() {
     cat <<USAGE
-usage: $0 [-r REPS] [-o OUTDIR] [-s SIZES] [-f FACTOR] [-d NETEM] [-b RATE] BUILD_DIR
+usage: $0 [-c COLL] [-p PER] [-r REPS] [-o OUTDIR] [-s SIZES] [-f FACTOR] [-d NETEM] [-b RATE]
+          [-I] BUILD_DIR
+  -c COLL     the collective: BUILD_DIR/bench/COLL_bench             [allreduce]
+  -p PER      ranks per host (2 hosts)                             [1]
   -r REPS     repetitions of the whole set                         [3]
   -s SIZES    MIN:MAX bytes, K/M/G suffixes                        [8:64M]
   -f FACTOR   size step                                            [2]
   -d NETEM    tc netem arguments for both hosts' egress (e.g. "delay 1ms")
   -b RATE     a tc tbf rate limit for both hosts' egress (e.g. "5gbit")
   -o OUTDIR   keep every run's output and JSON here                [a temporary dir, removed]
-Contenders: orbit   BUILD_DIR/bench/allreduce_bench --backend custom (torchrun-style env)
-            mpi     the same bench --backend mpi under mpirun --mca btl tcp,self
-            gloo    bench/gloo_allreduce.py (torch.distributed, GLOO_SOCKET_IFNAME=eth0)
+  -I          no iperf3 runs (when only orbit vs the peers matters)
+Contenders: orbit   BUILD_DIR/bench/COLL_bench --backend custom (torchrun-style env)
+            mpi     the same bench --backend mpi under mpirun --mca btl tcp,self (with -p 2
+                    or more, ranks on one host talk TCP too: Open MPI's shared-memory btl,
+                    vader, segfaults across these namespaces, which share one hostname)
+            gloo    bench/gloo_allreduce.py (torch.distributed, GLOO_SOCKET_IFNAME=eth0),
+                    all-reduce only
             iperf3  3 s of one TCP stream h1 -> h2 (GB/s) per repetition: with the system's
                     congestion control, with cubic (what orbit's sockets use), and with cubic
                     both ways at once (--bidir, the mean of the two ways)
@@ -28,9 +36,12 @@ full-duplex NIC the two are about equal, on veth pairs both ways share the same 
 USAGE
 }
 
-reps=3 sizes=8:64M factor=2 netem="" rate="" outdir=""
-while getopts "r:s:f:d:b:o:h" opt; do
+reps=3 sizes=8:64M factor=2 netem="" rate="" outdir="" coll=allreduce per=1 no_iperf=0
+while getopts "c:p:r:s:f:d:b:o:Ih" opt; do
     case $opt in
+    c) coll=$OPTARG ;;
+    p) per=$OPTARG ;;
+    I) no_iperf=1 ;;
     r) reps=$OPTARG ;;
     s) sizes=$OPTARG ;;
     f) factor=$OPTARG ;;
@@ -45,7 +56,8 @@ shift $((OPTIND - 1))
 [ $# -eq 1 ] || { usage >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bench=$build/bench/allreduce_bench
+case $per in '' | *[!0-9]* | 0) echo "$0: -p takes a positive integer" >&2; exit 2 ;; esac
+bench=$build/bench/${coll}_bench
 [ -x "$bench" ] || { echo "$0: $bench: not built (ninja -C $1)" >&2; exit 2; }
 # shellcheck source=../tests/net/netns_lib.sh
 . "$here/../tests/net/netns_lib.sh"
@@ -56,13 +68,15 @@ if command -v mpirun >/dev/null && "$bench" --backend mpi --help >/dev/null 2>&1
 else
     echo "# mpi: left out (no mpirun, or the bench was built without Open MPI)" >&2
 fi
-if /usr/bin/python3 -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then
+if [ "$coll" != allreduce ]; then
+    : # bench/gloo_allreduce.py times all-reduce only
+elif /usr/bin/python3 -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then
     contenders+=(gloo)
 else
     echo "# gloo: left out (no torch.distributed with Gloo at /usr/bin/python3)" >&2
 fi
 have_iperf=0
-command -v iperf3 >/dev/null && have_iperf=1
+[ "$no_iperf" = 0 ] && command -v iperf3 >/dev/null && have_iperf=1
 
 orbtest_setup 2 "$netem" "$rate" || { echo "$0: cannot run: $ORBTEST_SKIP" >&2; exit 77; }
 [ -n "$outdir" ] || outdir=$ORBTEST_WORK/out
@@ -74,15 +88,15 @@ run() { # contender rep
     echo "# rep $rep/$reps: $c" >&2
     case $c in
     orbit)
-        orbtest_job torchrun 1 900 "$log" -- "$bench" --backend custom --size "$sizes" --factor "$factor" \
+        orbtest_job torchrun "$per" 900 "$log" -- "$bench" --backend custom --size "$sizes" --factor "$factor" \
             --no-inplace --json "$json" ;;
     mpi)
-        orbtest_job mpi 1 900 "$log" -- --mca btl tcp,self "$bench" --backend mpi --size "$sizes" \
+        orbtest_job mpi "$per" 900 "$log" -- --mca btl tcp,self "$bench" --backend mpi --size "$sizes" \
             --factor "$factor" --no-inplace --json "$json" ;;
     gloo)
         orbtest_job torchrun 1 900 "$log" GLOO_SOCKET_IFNAME=eth0 -- /usr/bin/python3 "$here/gloo_allreduce.py" \
             --size "$sizes" --factor "$factor" --json "$json" ;;
-    esac || { orbtest_show "$log" 1 | tail -n 20 >&2; echo "$0: the $c run failed" >&2; exit 1; }
+    esac || { orbtest_show "$log" "$per" | tail -n 20 >&2; echo "$0: the $c run failed" >&2; exit 1; }
 }
 
 for ((rep = 1; rep <= reps; rep++)); do
@@ -99,9 +113,9 @@ for ((rep = 1; rep <= reps; rep++)); do
     fi
 done
 
-/usr/bin/python3 - "$outdir" "${contenders[@]}" <<'PY'
+/usr/bin/python3 - "$outdir" "$coll" "$per" "${contenders[@]}" <<'PY'
 import glob, json, os, statistics, sys
-outdir, names = sys.argv[1], sys.argv[2:]
+outdir, coll, per, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 rows = {}
 for name in names:
     for path in glob.glob(os.path.join(outdir, name + ".*.json")):
@@ -118,7 +132,7 @@ link = max(links) if links else None
 link2 = statistics.median(iperf_bidir) if iperf_bidir else None
 sizes = sorted({s for (_, s) in rows})
 med = lambda name, s, k: statistics.median(r[k] for r in rows[(name, s)]) if (name, s) in rows else None
-print("# all-reduce float32 sum, 2 hosts x 1 rank, medians of %d runs each" % max(len(v) for v in rows.values()))
+print("# %s float32, 2 hosts x %s rank(s), medians of %d runs each" % (coll, per, max(len(v) for v in rows.values())))
 for name, v in (("one way, system default " + cc, iperf), ("one way, cubic", iperf_cubic),
                 ("both ways at once, cubic, per way", iperf_bidir)):
     if v:
