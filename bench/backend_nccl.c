@@ -120,7 +120,8 @@ static int nccl_supports(bench_backend_t *be, const bench_coll_t *coll, orb_dtyp
 
 /* NCCL 2.28 has ncclAlltoAll and ncclScatter; before it, the grouped sends and receives
  * nccl-tests uses. */
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#define BENCH_NCCL_HAS_ALLTOALL (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
+#if BENCH_NCCL_HAS_ALLTOALL
 static ncclResult_t nccl_alltoall(bench_backend_t *be, const bench_call_t *c, ncclDataType_t dt,
                                   ncclComm_t comm, cudaStream_t stream)
 {
@@ -237,11 +238,11 @@ static int nccl_run(bench_backend_t *be, bench_call_t *c)
         break;
     }
     case BENCH_ALLTOALL:
-        what = "ncclAlltoAll";
+        what = BENCH_NCCL_HAS_ALLTOALL ? "ncclAlltoAll" : "ncclSend/ncclRecv (alltoall)";
         rc = nccl_alltoall(be, c, dt, comm, stream);
         break;
     case BENCH_SCATTER:
-        what = "ncclScatter";
+        what = BENCH_NCCL_HAS_ALLTOALL ? "ncclScatter" : "ncclSend/ncclRecv (scatter)";
         rc = nccl_scatter(be, c, dt, comm, stream);
         break;
     case BENCH_SENDRECV: {
