@@ -93,3 +93,31 @@ orb_status_t orb_direct_allreduce(orb_plan_t *plan)
         return orb_ring_allreduce(plan);
     return for_each_chunk(plan, exchange_chunk, &plan->args);
 }
+
+/* Scatter: the root hands every rank its chunk in rank order before the next chunk, so all
+ * receivers stream at once (the mirror of the direct gather). */
+static void scatter_root_chunk(orb_lane_t *lane, orb_status_t *st, size_t beg, size_t len, const void *arg)
+{
+    const orb_plan_args_t *a = arg;
+    for (int q = 0; q < a->nranks; q++) {
+        size_t src = (size_t)q * a->count + beg;
+        if (q == a->rank) /* in place the output is this block: a no-op */
+            orb_emit(lane, st, orb_step_make(ORB_STEP_COPY, ORB_BUF_INPUT, -1, -1, src, beg, len, 0));
+        else
+            orb_emit(lane, st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, q, -1, src, 0, len, 0));
+    }
+}
+
+static void scatter_leaf_chunk(orb_lane_t *lane, orb_status_t *st, size_t beg, size_t len, const void *arg)
+{
+    const orb_plan_args_t *a = arg;
+    orb_emit(lane, st, orb_step_make(ORB_STEP_RECV, ORB_BUF_OUTPUT, -1, a->root, 0, beg, len, 0));
+}
+
+orb_status_t orb_direct_scatter(orb_plan_t *plan)
+{
+    const orb_plan_args_t *a = &plan->args;
+    if (!orb_root_valid(a))
+        return ORB_ERR_INVALID_ARG;
+    return for_each_chunk(plan, a->rank == a->root ? scatter_root_chunk : scatter_leaf_chunk, a);
+}

@@ -87,6 +87,15 @@ void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size
     case ORB_COLL_BARRIER:
         in = out = 1; /* a 1-element all-reduce on the executor's own buffer */
         break;
+    case ORB_COLL_ALLTOALL:
+        in = out = count * (size_t)nranks;
+        break;
+    case ORB_COLL_SCATTER:
+        in = (rank == root) ? count * (size_t)nranks : 0;
+        break;
+    case ORB_COLL_ALLTOALLV:
+        in = out = 0; /* from the vectors: orb_plan_vec_sizes */
+        break;
     default:
         break;
     }
@@ -112,6 +121,9 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
         [ORB_COLL_SEND] = {[ORB_ALGO_DIRECT] = orb_direct_send},
         [ORB_COLL_RECV] = {[ORB_ALGO_DIRECT] = orb_direct_recv},
         [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce},
+        [ORB_COLL_ALLTOALL] = {[ORB_ALGO_DIRECT] = orb_direct_alltoall},
+        [ORB_COLL_ALLTOALLV] = {[ORB_ALGO_DIRECT] = orb_direct_alltoallv},
+        [ORB_COLL_SCATTER] = {[ORB_ALGO_RING] = orb_ring_scatter, [ORB_ALGO_DIRECT] = orb_direct_scatter},
     };
     return table[coll][algo];
 }
@@ -129,9 +141,15 @@ orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args)
         return ORB_ERR_UNSUPPORTED;
     plan->args = *args;
     plan->nlanes = args->nchannels;
-    orb_plan_buffer_sizes(args->coll, args->nranks, args->rank, args->root, args->count,
-                          &plan->in_count, &plan->out_count);
-    orb_status_t st = fn(plan);
+    orb_status_t st = ORB_OK;
+    if (orb_coll_vector(args->coll))
+        st = args->vec ? orb_plan_vec_sizes(args->nranks, args->vec, &plan->in_count, &plan->out_count)
+                       : ORB_ERR_INVALID_ARG;
+    else
+        orb_plan_buffer_sizes(args->coll, args->nranks, args->rank, args->root, args->count,
+                              &plan->in_count, &plan->out_count);
+    if (st == ORB_OK)
+        st = fn(plan);
     if (st != ORB_OK)
         orb_plan_free(plan);
     return st;

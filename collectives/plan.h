@@ -29,6 +29,7 @@
 #define ORB_COLL_ROOTED 0x1u  /* has a root rank */
 #define ORB_COLL_P2P 0x2u     /* has a peer instead (send, recv) */
 #define ORB_COLL_REDUCES 0x4u /* an op applies */
+#define ORB_COLL_VECTOR 0x8u  /* per-peer counts and displacements (orb_plan_args_t.vec) */
 
 /* X(ID, name, properties): every collective, once, in the order of its value. The public
  * function is "orb_" name. */
@@ -41,7 +42,10 @@
     X(REDUCE_SCATTER, "reduce_scatter", ORB_COLL_REDUCES)      \
     X(SEND, "send", ORB_COLL_P2P)                              \
     X(RECV, "recv", ORB_COLL_P2P)                              \
-    X(BARRIER, "barrier", 0)
+    X(BARRIER, "barrier", 0)                                   \
+    X(ALLTOALL, "alltoall", 0)                                 \
+    X(ALLTOALLV, "alltoallv", ORB_COLL_VECTOR)                 \
+    X(SCATTER, "scatter", ORB_COLL_ROOTED)
 
 typedef enum {
 #define ORB_COLL_ENUM_(id, name, props) ORB_COLL_##id,
@@ -60,11 +64,13 @@ static inline unsigned orb_coll_props(orb_coll_t c)
 static inline int orb_coll_rooted(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_ROOTED) != 0; }
 static inline int orb_coll_p2p(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_P2P) != 0; }
 static inline int orb_coll_reduces(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_REDUCES) != 0; }
+static inline int orb_coll_vector(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_VECTOR) != 0; }
 
 typedef enum {
     ORB_ALGO_RING = 0, /* ring, or a pipelined chain along the ring for rooted collectives */
     ORB_ALGO_TREE,     /* double binary tree (allreduce), binary tree (broadcast, reduce) */
-    ORB_ALGO_DIRECT,   /* point to point: send/recv, gather straight to root */
+    ORB_ALGO_DIRECT,   /* point to point: send/recv, gather/scatter straight from/to the root,
+                        * all-to-all as pairwise exchange */
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
     ORB_NUM_ALGOS
 } orb_algo_t;
@@ -93,6 +99,10 @@ typedef struct {
      * Like ring, the map must outlive the plan. NULL / nhosts <= 1: one host. */
     int nhosts;
     const int *host_of;
+    /* ORB_COLL_VECTOR collectives (alltoallv): this rank's sendcounts, sdispls, recvcounts and
+     * rdispls, nranks each, one after the other (4 * nranks elements); count is unused. Like
+     * ring, it must outlive the plan. */
+    const size_t *vec;
 } orb_plan_args_t;
 
 typedef struct {
@@ -107,9 +117,13 @@ typedef struct {
 orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args);
 void orb_plan_free(orb_plan_t *plan);
 
-/* Input and output sizes (elements) a collective uses on one rank. */
+/* Input and output sizes (elements) a collective uses on one rank. Vector collectives take
+ * theirs from orb_plan_vec_sizes. */
 void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size_t count,
                            size_t *in_count, size_t *out_count);
+/* The input and output an alltoallv's vectors (layout of orb_plan_args_t.vec) reach: the end
+ * of the furthest block. ORB_ERR_INVALID_ARG when a displacement plus its count overflows. */
+orb_status_t orb_plan_vec_sizes(int nranks, const size_t *vec, size_t *in_count, size_t *out_count);
 
 /* Which algorithms implement which collective (ORB_ERR_UNSUPPORTED otherwise). HIER also
  * needs a host map that orb_plan_ranks_per_host accepts. */
@@ -137,14 +151,17 @@ static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
  * each put a step in the FIFO to the next rank before any of them receives, and a fused
  * recv-and-send step needs a free outgoing slot: with one slot the cycle is full and
  * stuck. In general a ring needs one slot more than the pieces of a step. The hierarchical
- * all-reduce runs three rings in sequence, so it needs what a ring needs. Chains, trees and
- * direct plans have no such cycle and need one slot whatever the slot size. */
+ * all-reduce runs three rings in sequence, so it needs what a ring needs. The exchanges (the
+ * direct all-reduce of two ranks, all-to-all's pairs) send before they receive on both sides
+ * of a pair: a two-rank cycle, the same. Chains, trees and the other direct plans have no
+ * such cycle and need one slot whatever the slot size. */
 static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
 {
     int cyclic = (algo == ORB_ALGO_RING &&
                   (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
                    coll == ORB_COLL_REDUCE_SCATTER)) ||
-                 ((algo == ORB_ALGO_HIER || algo == ORB_ALGO_DIRECT) && coll == ORB_COLL_ALLREDUCE);
+                 ((algo == ORB_ALGO_HIER || algo == ORB_ALGO_DIRECT) && coll == ORB_COLL_ALLREDUCE) ||
+                 coll == ORB_COLL_ALLTOALL || coll == ORB_COLL_ALLTOALLV;
     return cyclic ? 2 : 1;
 }
 

@@ -167,6 +167,22 @@ static orb_status_t check_step(check_t *x, int r, int c, size_t i)
  * the root of broadcast has an input, only the root of reduce and gather an output (a
  * non-root's scratch is allowed separately); barrier is a 1-element all-reduce. 0: unknown
  * collective. */
+/* alltoallv: the end of the furthest block each way (empty blocks reach nowhere). */
+static int vec_sizes(const orb_plan_args_t *a, size_t *in, size_t *out)
+{
+    const size_t n = (size_t)a->nranks;
+    if (!a->vec)
+        return 0;
+    *in = *out = 0;
+    for (size_t j = 0; j < n; j++) {
+        size_t send_end = a->vec[j] ? a->vec[n + j] + a->vec[j] : 0;
+        size_t recv_end = a->vec[2 * n + j] ? a->vec[3 * n + j] + a->vec[2 * n + j] : 0;
+        *in = send_end > *in ? send_end : *in;
+        *out = recv_end > *out ? recv_end : *out;
+    }
+    return 1;
+}
+
 static int call_sizes(const orb_plan_args_t *a, size_t *in, size_t *out)
 {
     const size_t cnt = a->count, all = a->count * (size_t)a->nranks;
@@ -181,6 +197,9 @@ static int call_sizes(const orb_plan_args_t *a, size_t *in, size_t *out)
     case ORB_COLL_SEND:           *in = cnt;              *out = 0;                return 1;
     case ORB_COLL_RECV:           *in = 0;                *out = cnt;              return 1;
     case ORB_COLL_BARRIER:        *in = 1;                *out = 1;                return 1;
+    case ORB_COLL_ALLTOALL:       *in = all;              *out = all;              return 1;
+    case ORB_COLL_SCATTER:        *in = root ? all : 0;   *out = cnt;              return 1;
+    case ORB_COLL_ALLTOALLV:      return vec_sizes(a, in, out);
     default:                                                                       return 0;
     }
 }
@@ -202,7 +221,12 @@ static orb_status_t check_plan_shape(check_t *x, int r)
         return fail(x, "rank %d: unknown collective %d", r, (int)a->coll);
     /* the library's own answer must agree with the definition: the executor sizes the
      * user's buffers with it, so a wrong one would hide a plan that runs out of range */
-    orb_plan_buffer_sizes(a->coll, a->nranks, a->rank, a->root, a->count, &lib_in, &lib_out);
+    if (orb_coll_vector(a->coll)) {
+        if (orb_plan_vec_sizes(a->nranks, a->vec, &lib_in, &lib_out) != ORB_OK)
+            return fail(x, "rank %d: orb_plan_vec_sizes refuses the vectors", r);
+    } else {
+        orb_plan_buffer_sizes(a->coll, a->nranks, a->rank, a->root, a->count, &lib_in, &lib_out);
+    }
     if (lib_in != in || lib_out != out)
         return fail(x, "rank %d: orb_plan_buffer_sizes says input %zu, output %zu elements; the %s call has %zu, %zu",
                     r, lib_in, lib_out, orb_coll_name(a->coll), in, out);
@@ -246,6 +270,16 @@ static void layout(const orb_plan_t *p, int inplace, size_t *mem_n, size_t *in_b
         break;
     case ORB_COLL_REDUCE_SCATTER:
         if (own + out <= in) {
+            *out_base = own;
+            *mem_n = in;
+        }
+        break;
+    case ORB_COLL_ALLTOALL:
+        *out_base = 0;
+        *mem_n = in > out ? in : out;
+        break;
+    case ORB_COLL_SCATTER: /* the root's output is its own block of the input */
+        if (in && own + out <= in) {
             *out_base = own;
             *mem_n = in;
         }
@@ -487,6 +521,25 @@ static int expected(const check_t *x, int r, size_t j, val_t *want)
     case ORB_COLL_ALLGATHER:
         *want = (val_t){1ull << (j / cnt), (uint32_t)(j % cnt), 0};
         return 1;
+    case ORB_COLL_SCATTER:
+        *want = (val_t){1ull << a->root, (uint32_t)((size_t)r * cnt + j), 0};
+        return 1;
+    case ORB_COLL_ALLTOALL: /* block q came from rank q's block r */
+        *want = (val_t){1ull << (j / cnt), (uint32_t)((size_t)r * cnt + j % cnt), 0};
+        return 1;
+    case ORB_COLL_ALLTOALLV: { /* the block of q that covers j, from q's block for r; gaps unwritten */
+        const size_t n = (size_t)x->n;
+        *want = (val_t){0, 0, 0};
+        for (size_t q = 0; q < n; q++) {
+            const size_t rc = a->vec[2 * n + q], rd = a->vec[3 * n + q];
+            if (j >= rd && j - rd < rc) {
+                const size_t *qv = x->plans[q].args.vec; /* sender q's sdispls[r] */
+                *want = (val_t){1ull << q, (uint32_t)(qv[n + (size_t)r] + (j - rd)), 0};
+                break;
+            }
+        }
+        return 1;
+    }
     default:
         return 0;
     }
@@ -598,6 +651,8 @@ orb_status_t orb_plan_check(const orb_plan_args_t *tmpl, const orb_plan_check_op
     for (int r = 0; r < n && st == ORB_OK; r++) {
         orb_plan_args_t a = *tmpl;
         a.rank = r;
+        if (orb_coll_vector(a.coll))
+            a.vec = opts->vecs ? opts->vecs[r] : NULL;
         if (p2p) {
             if (r != sender && r != receiver)
                 continue;

@@ -31,9 +31,12 @@ typedef struct {
     size_t nslots;     /* slots per FIFO, >= 1 */
     size_t slot_elems; /* elements per slot, >= 1 */
     /* Alias each rank's buffers the way the in-place call does: input == output (allreduce,
-     * broadcast and reduce at the root), input = own slot of output (allgather, gather at
-     * the root), output = own block of input (reduce_scatter). */
+     * broadcast and reduce at the root, alltoall), input = own slot of output (allgather,
+     * gather at the root), output = own block of input (reduce_scatter, scatter at the root). */
     int inplace;
+    /* alltoallv: vecs[r] is rank r's vector (orb_plan_args_t.vec); orb_plan_check puts it in
+     * each rank's arguments. Unused by the other collectives. */
+    const size_t *const *vecs;
 } orb_plan_check_opts_t;
 
 /* Builds the plan of every rank from tmpl (its rank field is replaced) and checks them.

@@ -293,3 +293,40 @@ orb_status_t orb_ring_gather(orb_plan_t *plan)
     }
     return st;
 }
+
+/* Scatter along the chain root -> next -> ...: each round the root sends the pieces of the
+ * farthest rank first, so a rank at distance d forwards the pieces of distances n-1 .. d+1
+ * as they pass and keeps the last one, its own. A forwarded piece is written to the rank's
+ * own output on its way (RECV_COPY_SEND needs a destination) and overwritten by the rank's
+ * own piece, which arrives after all of them: a scatter non-root has exactly that output. */
+orb_status_t orb_ring_scatter(orb_plan_t *plan)
+{
+    const orb_plan_args_t *a = &plan->args;
+    const int n = a->nranks, p = orb_ring_pos(a, a->rank);
+    if (p < 0 || !orb_root_valid(a))
+        return ORB_ERR_INVALID_ARG;
+    const int next = orb_ring_rank(a, p + 1), prev = orb_ring_rank(a, p - 1);
+    const int d = chain_dist(a, p);
+    orb_status_t st = ORB_OK;
+
+    for (int c = 0; c < a->nchannels; c++) {
+        orb_lane_t *lane = &plan->lanes[c];
+        ring_round_t r;
+        for (ring_round_first(a, a->count, c, &r); ring_round_more(&r); ring_round_next(&r)) {
+            if (d == 0) {
+                for (int k = n - 1; k >= 1; k--) {
+                    size_t src = block(a, orb_ring_rank(a, p + k)) + r.b0;
+                    orb_emit(lane, &st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, next, -1, src, 0, r.len, 0));
+                }
+                orb_emit(lane, &st, orb_step_make(ORB_STEP_COPY, ORB_BUF_INPUT, -1, -1, block(a, a->rank) + r.b0,
+                                                  r.b0, r.len, 0));
+                continue;
+            }
+            for (int k = n - 1; k > d; k--)
+                orb_emit(lane, &st,
+                         orb_step_make(ORB_STEP_RECV_COPY_SEND, ORB_BUF_OUTPUT, next, prev, 0, r.b0, r.len, 0));
+            orb_emit(lane, &st, orb_step_make(ORB_STEP_RECV, ORB_BUF_OUTPUT, -1, prev, 0, r.b0, r.len, 0));
+        }
+    }
+    return st;
+}

@@ -1,11 +1,12 @@
 /* Alpha-beta tuner. Symbols: S bytes of the call (count * elem_size: the per-rank block for
- * gather, allgather and reduce_scatter), n ranks, C channels, c chunk bytes, s = S / C bytes
- * per lane, K = ceil(s / c) chunks per lane, R = ceil(s / (n c)) ring rounds per lane,
- * d = floor(log2 n) tree depth, alpha (us) and beta (bytes/us). Channels share the link, so
- * one chunk on a lane takes C c / beta; each channel beyond the first costs one alpha more
- * (its own start and completion). On several hosts (H hosts of L ranks) the flat
- * algorithms pay the slower of the intra- and inter-host classes on every hop; the
- * hierarchical all-reduce pays each class for its own phases. */
+ * gather, allgather, reduce_scatter, scatter and alltoall, the largest pair's for
+ * alltoallv), n ranks, C channels, c chunk bytes, s = S / C bytes per lane, K = ceil(s / c)
+ * chunks per lane, R = ceil(s / (n c)) ring rounds per lane, d = floor(log2 n) tree depth,
+ * alpha (us) and beta (bytes/us). Channels share the link, so one chunk on a lane takes
+ * C c / beta; each channel beyond the first costs one alpha more (its own start and
+ * completion). On several hosts (H hosts of L ranks) the flat algorithms pay the slower of
+ * the intra- and inter-host classes on every hop; the hierarchical all-reduce pays each
+ * class for its own phases. */
 #include "tuner.h"
 
 #include <math.h>
@@ -114,6 +115,7 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         case ORB_COLL_REDUCE:
             return (n - 2 + K) * hop + chan;
         case ORB_COLL_GATHER:
+        case ORB_COLL_SCATTER:
             return ((n - 1) * K + n - 2) * hop + chan;
         default:
             return -1;
@@ -123,8 +125,10 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return (2 * d + (nchannels == 1 ? 4 : 3) * K) * hop + chan;
         return 2 * (d + K - 1) * hop + chan; /* an interior node sends every chunk twice */
     case ORB_ALGO_DIRECT:
-        if (coll == ORB_COLL_GATHER)
-            return (n - 1) * K * hop + chan; /* the root takes n-1 blocks, one after the other */
+        if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER)
+            return (n - 1) * K * hop + chan; /* the root takes (gives) n-1 blocks, one after the other */
+        if (coll == ORB_COLL_ALLTOALL || coll == ORB_COLL_ALLTOALLV)
+            return (n - 1) * K * hop + chan; /* n-1 exchanges of a block, each way at once */
         if (coll == ORB_COLL_ALLREDUCE && n > 2)
             return -1; /* the exchange exists for two ranks only (the plan falls back to the ring) */
         return K * hop + chan;
@@ -173,6 +177,7 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         case ORB_COLL_REDUCE_SCATTER:
             return "(n-1)*K*alpha + (n-1)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
         case ORB_COLL_GATHER:
+        case ORB_COLL_SCATTER:
             return "((n-1)*K + n-2)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
         default:
             return "(n-2+K)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
@@ -183,7 +188,8 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
                    "K = ceil(S/(C*c))";
         return "2(d+K-1)*(alpha + C*c/beta) + (C-1)*alpha, d = floor(log2 n), K = ceil(S/(C*c))";
     case ORB_ALGO_DIRECT:
-        if (coll == ORB_COLL_GATHER)
+        if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER || coll == ORB_COLL_ALLTOALL ||
+            coll == ORB_COLL_ALLTOALLV)
             return "(n-1)*K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
     case ORB_ALGO_HIER:

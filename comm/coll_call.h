@@ -19,6 +19,8 @@ typedef struct {
     orb_dtype_t dtype;
     orb_op_t op;
     int root; /* or peer */
+    /* alltoallv: the user's vectors (nranks each), read during the call only */
+    const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
 } orb_call_t;
 
 /* A call the front end has checked, planned and signed, ready for an executor. */
@@ -39,8 +41,14 @@ typedef struct {
 } orb_prepared_t;
 
 /* Check every argument of k on this rank and give the elements of sendbuf / recvbuf it may
- * touch; on failure the communicator's last error names the argument, the rank and the fix. */
-orb_status_t orb_call_validate(struct orb_comm *c, const orb_call_t *k, size_t *in_count, size_t *out_count);
+ * touch; on failure the communicator's last error names the argument, the rank and the fix.
+ * An alltoallv's vectors are packed into c->vec (the layout of orb_plan_args_t.vec) and its
+ * count set to the largest block, what the tuner sizes chunks by. */
+orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_count, size_t *out_count);
+
+/* alltoallv with signature checks on: every pair trades what it will send and expects, so a
+ * pair that disagrees fails on both ranks (and tells the others) before any data moves. */
+orb_status_t orb_call_check_vectors(struct orb_comm *c, const orb_call_t *k);
 
 /* The signature every piece of k carries (a collective takes the next sequence number;
  * send and recv pair up under the sender's rank, outside the sequence), and the ring

@@ -2,6 +2,7 @@
  * handle, every argument), planned (the plan cache, comm_plan.c) and signed (its sequence
  * number) once, here, then run by the host executor (coll_host.c) or the device executor
  * (coll_cuda.c), or queued inside orb_group_start/end in one queue for both. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,16 @@
 #include "comm/comm_impl.h"
 #include "core/log.h"
 
+/* FNV-1a over the vectors' bytes: plans are cached per vector set, compared in full on a hit. */
+static uint64_t vec_hash(const size_t *v, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned char *b = (const unsigned char *)v;
+    for (size_t i = 0; i < n * sizeof *v; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 /* The plan and the signature: what either executor needs. */
 static orb_status_t plan_and_sign(orb_prepared_t *p)
 {
@@ -18,7 +29,11 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
     const orb_call_t *k = &p->a;
     /* a barrier moves one byte, whatever dtype it names */
     const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
-    p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op};
+    p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op, NULL, 0};
+    if (orb_coll_vector(k->coll)) { /* validated and packed in c->vec */
+        p->key.vec = c->vec;
+        p->key.vhash = vec_hash(c->vec, 4 * (size_t)c->nranks);
+    }
     const orb_plan_cache_entry_t *entry;
     char why[ORB_ERRMSG_BYTES / 2];
     why[0] = 0; /* not = "": that would clear all of it on every call */
@@ -33,6 +48,57 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
              (unsigned long long)c->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
              orb_algo_name(p->plan->args.algo), p->plan->args.chunk_elems, p->plan->nlanes,
              p->plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
+    return ORB_OK;
+}
+
+/* ---- alltoallv's pairs ---------------------------------------------------------------- */
+
+_Static_assert(sizeof(size_t) == sizeof(uint64_t), "the vectors travel as uint64");
+
+/* With signature checks on, every pair of an alltoallv first trades what each side will send
+ * and expects (an all-to-all of two numbers): a pair that disagrees would otherwise cut its
+ * blocks differently, or wait for a block that never comes. Both ranks of such a pair see it,
+ * name each other and the counts, and tell every other rank, which fails instead of waiting
+ * for them. Host memory and the host executor, whatever the call's buffers. */
+static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
+{
+    const size_t n = (size_t)c->nranks;
+    if (!c->check_signatures || n == 1)
+        return ORB_OK;
+    if (!c->vec_peer && !(c->vec_peer = malloc(4 * n * sizeof *c->vec_peer)))
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "orb_alltoallv: rank %d: no memory to check the counts", c->rank);
+    size_t *mine = c->vec_peer, *theirs = c->vec_peer + 2 * n;
+    for (size_t j = 0; j < n; j++) {
+        mine[2 * j] = k->sendcounts[j];
+        mine[2 * j + 1] = k->recvcounts[j];
+    }
+    orb_prepared_t p = {.comm = c, .a = {.coll = ORB_COLL_ALLTOALL, .sendbuf = mine, .recvbuf = theirs, .count = 2,
+                              .dtype = ORB_UINT64, .op = ORB_SUM},
+                        .in = mine, .out = theirs, .in_count = 2 * n, .out_count = 2 * n};
+    orb_status_t st = plan_and_sign(&p);
+    if (st == ORB_OK)
+        st = orb_host_run(c, &p, 1);
+    if (st != ORB_OK)
+        return st;
+    for (size_t j = 0; j < n; j++) {
+        const size_t they_send = theirs[2 * j], they_expect = theirs[2 * j + 1];
+        if (they_send == k->recvcounts[j] && they_expect == k->sendcounts[j])
+            continue;
+        char msg[ORB_ERRMSG_BYTES / 2];
+        if (they_send != k->recvcounts[j])
+            snprintf(msg, sizeof msg, "orb_alltoallv: rank %d has recvcounts[%zu]=%zu but rank %zu has sendcounts[%d]=%zu: "
+                     "rank i's sendcounts[j] must equal rank j's recvcounts[i] on every pair",
+                     c->rank, j, k->recvcounts[j], j, c->rank, they_send);
+        else
+            snprintf(msg, sizeof msg, "orb_alltoallv: rank %d has sendcounts[%zu]=%zu but rank %zu has recvcounts[%d]=%zu: "
+                     "rank i's sendcounts[j] must equal rank j's recvcounts[i] on every pair",
+                     c->rank, j, k->sendcounts[j], j, c->rank, they_expect);
+        for (int q = 0; q < c->nranks; q++) /* the others would wait for this rank's blocks */
+            if (q != c->rank && c->env.post_error)
+                c->env.post_error(c->env.ctx, q, ORB_ERR_MISMATCH, msg);
+        c->broken = ORB_ERR_MISMATCH;
+        return orb_comm_fail(c, ORB_ERR_MISMATCH, "%s", msg);
+    }
     return ORB_OK;
 }
 
@@ -237,8 +303,10 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
     p.in = k->sendbuf;
     p.out = k->recvbuf;
     p.device = stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf);
-    st = orb_call_validate(comm, k, &p.in_count, &p.out_count);
+    st = orb_call_validate(comm, &p.a, &p.in_count, &p.out_count);
     if (st != ORB_OK)
+        return st;
+    if (orb_coll_vector(k->coll) && (st = check_vectors(comm, &p.a)) != ORB_OK)
         return st;
     if (group_depth > 0) /* a grouped device call's device checks wait for orb_group_end */
         return enqueue(&p);

@@ -24,10 +24,14 @@ typedef struct {
     size_t elem_size;
     int root;
     orb_op_t op;
+    /* alltoallv: its vectors (4 * nranks, c->vec while looked up) and their hash */
+    const size_t *vec;
+    uint64_t vhash;
 } orb_call_key_t;
 
 typedef struct {
-    orb_call_key_t key;
+    orb_call_key_t key; /* key.vec points at vec below once cached */
+    size_t *vec;
     orb_plan_t plan;
     double predicted_us;
     char reason[160];
@@ -70,6 +74,8 @@ struct orb_comm {
     uint8_t barrier_byte;
     void *scratch; /* output room for non-roots of reduce/gather */
     size_t scratch_bytes;
+    size_t *vec; /* the running alltoallv's vectors, packed (4 * nranks) */
+    size_t *vec_peer; /* what the peers said they send and expect (orb_call_check_vectors) */
     char last_error[ORB_ERRMSG_BYTES];
 };
 

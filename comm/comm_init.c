@@ -18,6 +18,8 @@ void orb_comm_free(struct orb_comm *c)
     for (int i = 0; i < ORB_PLAN_CACHE; i++)
         if (c->cache[i].valid)
             orb_plan_free(&c->cache[i].plan);
+    for (int i = 0; i < ORB_PLAN_CACHE; i++)
+        free(c->cache[i].vec);
     orb_comm_topo_free(c);
     /* Endpoints first: their threads wake us through our box. */
     for (int t = 0; orb_transports[t]; t++)
@@ -43,6 +45,8 @@ void orb_comm_free(struct orb_comm *c)
     free(c->ring);
     free(c->host_of);
     free(c->scratch);
+    free(c->vec);
+    free(c->vec_peer);
     c->magic = 0;
     free(c);
 }

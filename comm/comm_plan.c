@@ -1,14 +1,16 @@
 /* The communicator's plan cache: the tuner's choice and the plan for each call shape. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
 
-static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b)
+static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b, int nranks)
 {
     return a->coll == b->coll && a->count == b->count && a->elem_size == b->elem_size && a->root == b->root &&
-           a->op == b->op;
+           a->op == b->op && a->vhash == b->vhash &&
+           (!a->vec || !b->vec || memcmp(a->vec, b->vec, 4 * (size_t)nranks * sizeof *a->vec) == 0);
 }
 
 /* The tuner runs once per call shape (ORBIT_ALGO / ORBIT_CHUNK_BYTES are read then): the
@@ -19,7 +21,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     int victim = 0;
     for (int i = 0; i < ORB_PLAN_CACHE; i++) {
         orb_plan_cache_entry_t *e = &c->cache[i];
-        if (e->valid && key_equal(&e->key, key)) {
+        if (e->valid && key_equal(&e->key, key, c->nranks)) {
             e->used = ++c->plan_clock;
             *entry = e;
             return ORB_OK;
@@ -44,10 +46,18 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     if (e->valid)
         orb_plan_free(&e->plan);
     e->valid = 0;
+    if (key->vec) { /* the plan reads the vectors for as long as it is cached */
+        size_t bytes = 4 * (size_t)c->nranks * sizeof *key->vec;
+        if (!e->vec && !(e->vec = malloc(bytes))) {
+            snprintf(why, whylen, "no memory for the vectors of the plan");
+            return ORB_ERR_NO_MEMORY;
+        }
+        memcpy(e->vec, key->vec, bytes);
+    }
     orb_plan_args_t args = {
         .coll = key->coll, .algo = ch.algo, .nranks = c->nranks, .rank = c->rank, .root = key->root,
         .count = key->count, .op = key->op, .chunk_elems = ch.chunk_elems, .nchannels = ch.nchannels,
-        .ring = c->ring, .nhosts = c->nhosts, .host_of = c->host_of,
+        .ring = c->ring, .nhosts = c->nhosts, .host_of = c->host_of, .vec = key->vec ? e->vec : NULL,
     };
     st = orb_plan_build(&e->plan, &args);
     if (st != ORB_OK) {
@@ -55,6 +65,8 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
         return st;
     }
     e->key = *key;
+    if (key->vec)
+        e->key.vec = e->vec;
     e->predicted_us = ch.predicted_us;
     snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
     e->valid = 1;

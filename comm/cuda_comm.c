@@ -385,7 +385,7 @@ orb_status_t orb_cuda_state_check(struct orb_comm *c, struct orb_cuda_state *s, 
 static int dplan_matches(const orb_cuda_dplan_t *d, const orb_call_key_t *k, const orb_plan_t *p)
 {
     return d->key.coll == k->coll && d->key.count == k->count && d->key.elem_size == k->elem_size &&
-           d->key.root == k->root && d->key.op == k->op && d->algo == p->args.algo &&
+           d->key.root == k->root && d->key.op == k->op && d->key.vhash == k->vhash && d->algo == p->args.algo &&
            d->chunk_elems == p->args.chunk_elems && d->nlanes == p->nlanes;
 }
 

@@ -259,8 +259,55 @@ static int close_enough(orb_dtype_t t, orb_op_t op, double got, const ref_t *R)
 
 /* ---- one case ----------------------------------------------------------------------- */
 
-static const char *coll_names[] = {"allreduce", "broadcast", "reduce", "gather", "allgather", "reduce_scatter", "sendrecv"};
-enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_GATHER, C_ALLGATHER, C_RS, C_SENDRECV, C_COUNT };
+static const char *coll_names[] = {"allreduce", "broadcast", "reduce",   "gather",  "allgather", "reduce_scatter",
+                                   "sendrecv",  "alltoall",  "alltoallv", "scatter"};
+enum { C_ALLREDUCE, C_BCAST, C_REDUCE, C_GATHER, C_ALLGATHER, C_RS, C_SENDRECV, C_ALLTOALL, C_ALLTOALLV, C_SCATTER,
+       C_COUNT };
+
+/* ---- alltoallv's vectors, from (sender, receiver, count) alone ------------------------ */
+
+/* Elements rank s sends to rank d: uneven, zero for some pairs, never zero to itself. */
+static size_t vcount(int s, int d, size_t count)
+{
+    return count * (size_t)((3 * s + 5 * d) % 4) / 2 + (s == d);
+}
+
+/* Rank s's blocks in its send buffer: in reverse peer order, a one-element gap after each. */
+static size_t vsdispl(int s, int d, size_t count)
+{
+    size_t at = 0;
+    for (int j = nranks - 1; j > d; j--)
+        at += vcount(s, j, count) + 1;
+    return at;
+}
+
+/* Rank d's blocks in its receive buffer: in peer order, a two-element gap after each. */
+static size_t vrdispl(int d, int s, size_t count)
+{
+    size_t at = 0;
+    for (int i = 0; i < s; i++)
+        at += vcount(i, d, count) + 2;
+    return at;
+}
+
+static void vsizes(size_t count, size_t *in_n, size_t *out_n)
+{
+    *in_n = vsdispl(rank, 0, count) + vcount(rank, 0, count);
+    *out_n = vrdispl(rank, nranks - 1, count) + vcount(nranks - 1, rank, count);
+}
+
+/* Whose element lands at output i of this rank's alltoallv, and which of theirs; -1 for a gap. */
+static int vsource(size_t i, size_t count, size_t *src_idx)
+{
+    for (int q = 0; q < nranks; q++) {
+        size_t rd = vrdispl(rank, q, count), rc = vcount(q, rank, count);
+        if (i >= rd && i - rd < rc) {
+            *src_idx = vsdispl(q, rank, count) + (i - rd);
+            return q;
+        }
+    }
+    return -1;
+}
 
 static int op_applies(int c, orb_op_t op)
 {
@@ -283,10 +330,12 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
     ran++;
     const size_t es = esize(t);
     size_t in_n = count, out_n = count;
-    if (c == C_GATHER || c == C_ALLGATHER)
+    if (c == C_GATHER || c == C_ALLGATHER || c == C_ALLTOALL)
         out_n = count * (size_t)nranks;
-    if (c == C_RS)
+    if (c == C_RS || c == C_ALLTOALL || c == C_SCATTER)
         in_n = count * (size_t)nranks;
+    if (c == C_ALLTOALLV)
+        vsizes(count, &in_n, &out_n);
     size_t big = (in_n > out_n ? in_n : out_n) + 1;
     unsigned char *inb = malloc(big * es), *outb = malloc(big * es);
     if (!inb || !outb) {
@@ -303,7 +352,7 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         if (c == C_GATHER || c == C_ALLGATHER) {
             memcpy(outb + (size_t)rank * count * es, inb, count * es);
             send = outb + (size_t)rank * count * es;
-        } else if (c == C_RS) {
+        } else if (c == C_RS || c == C_SCATTER) { /* scatter: only the root has this form */
             memcpy(outb, inb, in_n * es);
             send = outb;
             recv = outb + (size_t)rank * count * es;
@@ -331,6 +380,30 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         break;
     case C_RS:
         st = orb_reduce_scatter(send, recv, count, t, op, comm, NULL);
+        break;
+    case C_ALLTOALL:
+        st = orb_alltoall(send, recv, count, t, comm, NULL);
+        break;
+    case C_ALLTOALLV: {
+        size_t *v = malloc(4 * (size_t)nranks * sizeof *v);
+        if (!v) {
+            report(c, t, op, count, root, inplace, "test out of memory");
+            free(inb);
+            free(outb);
+            return;
+        }
+        for (int j = 0; j < nranks; j++) {
+            v[j] = vcount(rank, j, count);
+            v[nranks + j] = vsdispl(rank, j, count);
+            v[2 * nranks + j] = vcount(j, rank, count);
+            v[3 * nranks + j] = vrdispl(rank, j, count);
+        }
+        st = orb_alltoallv(send, v, v + nranks, recv, v + 2 * nranks, v + 3 * nranks, t, comm, NULL);
+        free(v);
+        break;
+    }
+    case C_SCATTER: /* a non-root's sendbuf is not read: NULL must do */
+        st = orb_scatter(rank == root || inplace ? send : NULL, recv, count, t, root, comm, NULL);
         break;
     case C_SENDRECV: { /* ring shift: send to the next rank, receive from the previous one */
         if (nranks == 1)
@@ -374,11 +447,26 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         case C_RS:
             src_idx = (size_t)rank * count + i;
             break;
+        case C_ALLTOALL: /* block b came from rank b's block for this rank */
+            src_rank = (int)(i / count);
+            src_idx = (size_t)rank * count + i % count;
+            break;
+        case C_SCATTER:
+            src_rank = root;
+            src_idx = (size_t)rank * count + i;
+            break;
+        case C_ALLTOALLV:
+            src_rank = vsource(i, count, &src_idx);
+            break;
         default:
             break;
         }
         int ok;
-        if (src_rank >= 0) {
+        if (c == C_ALLTOALLV && src_rank < 0) { /* a gap between blocks: never written */
+            ok = 1;
+            for (size_t b = 0; b < es; b++)
+                ok &= res[i * es + b] == 0xA5;
+        } else if (src_rank >= 0) {
             int64_t k = kval(src_rank, src_idx, rop, t);
             if (is_float(t))
                 ok = load(t, res, i) == (double)k / 128.0;
@@ -413,7 +501,7 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
             break;
         }
     /* out-of-place: the send buffer is input only */
-    if (!inplace && in_n > 0) {
+    if (!inplace && in_n > 0 && !(c == C_SCATTER && rank != root)) {
         unsigned char *again = malloc(in_n * es);
         if (again) {
             fill(t, op, rank, again, in_n, 0);
@@ -470,7 +558,9 @@ int main(int argc, char **argv)
         if (strcmp(only, "all") && strcmp(only, coll_names[c]))
             continue;
         int roots[3] = {0, nranks - 1, nranks / 2};
-        int nroots = (c == C_BCAST || c == C_REDUCE || c == C_GATHER) ? 3 : 1;
+        int nroots = (c == C_BCAST || c == C_REDUCE || c == C_GATHER || c == C_SCATTER) ? 3 : 1;
+        const int block = c == C_GATHER || c == C_ALLGATHER || c == C_RS || c == C_ALLTOALL || c == C_ALLTOALLV ||
+                          c == C_SCATTER;
         for (int t = 0; t < ORB_NUM_DTYPES; t++)
             for (int op = 0; op < ORB_NUM_OPS; op++) {
                 if (!op_applies(c, (orb_op_t)op))
@@ -480,8 +570,7 @@ int main(int argc, char **argv)
                     /* the 1 Mi case: every dtype with sum, every op with float32/int32 */
                     if (count > 4096 && op != ORB_SUM && t != ORB_FLOAT32 && t != ORB_INT32)
                         continue;
-                    if (count > 4096 && (c == C_GATHER || c == C_ALLGATHER || c == C_RS) && t != ORB_FLOAT32 &&
-                        t != ORB_UINT8)
+                    if (count > 4096 && block && t != ORB_FLOAT32 && t != ORB_UINT8)
                         continue;
                     for (int ri = 0; ri < nroots; ri++) {
                         if (ri > 0 && roots[ri] == roots[0])
@@ -489,7 +578,8 @@ int main(int argc, char **argv)
                         if (ri == 2 && roots[2] == roots[1])
                             continue;
                         /* send/recv has no in-place form: one buffer cannot be sent from and received into */
-                        for (int inplace = 0; inplace < (c == C_SENDRECV ? 1 : 2); inplace++) {
+                        /* alltoallv has none either */
+                        for (int inplace = 0; inplace < (c == C_SENDRECV || c == C_ALLTOALLV ? 1 : 2); inplace++) {
                             if (pass == 0)
                                 expected++;
                             else

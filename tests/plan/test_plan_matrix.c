@@ -45,13 +45,38 @@ static int host_map(int n, int interleaved, int *host_of)
 static int is_rooted(orb_coll_t c)
 {
     return c == ORB_COLL_BROADCAST || c == ORB_COLL_REDUCE || c == ORB_COLL_GATHER || c == ORB_COLL_SEND ||
-           c == ORB_COLL_RECV;
+           c == ORB_COLL_RECV || c == ORB_COLL_SCATTER;
 }
 
 /* Collectives whose buffers hold a block per rank: their simulations grow with n^2. */
 static int is_block(orb_coll_t c)
 {
-    return c == ORB_COLL_GATHER || c == ORB_COLL_ALLGATHER || c == ORB_COLL_REDUCE_SCATTER;
+    return c == ORB_COLL_GATHER || c == ORB_COLL_ALLGATHER || c == ORB_COLL_REDUCE_SCATTER || c == ORB_COLL_SCATTER ||
+           c == ORB_COLL_ALLTOALL || c == ORB_COLL_ALLTOALLV;
+}
+
+/* alltoallv vectors for n ranks around count: rank r sends (count * ((3r + 5j) % 4)) / 2 +
+ * (j == r) elements to j (zeros included, sizes uneven, never all equal), its blocks laid
+ * out in reverse peer order with a one-element gap; the receiver's recvcounts mirror them,
+ * in peer order with a two-element gap. vecs[r] points into store (4 * n * n elements). */
+static void make_vectors(int n, size_t count, size_t *store, const size_t **vecs)
+{
+    const size_t N = (size_t)n;
+    for (size_t r = 0; r < N; r++) {
+        size_t *v = store + 4 * N * r;
+        vecs[r] = v;
+        for (size_t j = 0; j < N; j++)
+            v[j] = count * ((3 * r + 5 * j) % 4) / 2 + (j == r);
+        for (size_t j = N, at = 0; j-- > 0; at += v[j] + 1)
+            v[N + j] = at;
+    }
+    for (size_t r = 0; r < N; r++) {
+        size_t *v = store + 4 * N * r;
+        for (size_t i = 0, at = 0; i < N; at += v[2 * N + i] + 2, i++) {
+            v[2 * N + i] = store[4 * N * i + r];
+            v[3 * N + i] = at;
+        }
+    }
 }
 
 /* A count that needs several rounds (ring) or more chunks than the tree's lag per lane. */
@@ -85,6 +110,8 @@ static void check_algo(orb_coll_t coll, orb_algo_t algo)
 {
     static const size_t chunks[] = {4, 64};
     int ring[ORB_PLAN_CHECK_MAX_RANKS], blocked[ORB_PLAN_CHECK_MAX_RANKS], interleaved[ORB_PLAN_CHECK_MAX_RANKS];
+    static size_t vstore[4 * ORB_PLAN_CHECK_MAX_RANKS * ORB_PLAN_CHECK_MAX_RANKS];
+    const size_t *vecs[ORB_PLAN_CHECK_MAX_RANKS];
     const int min_slots = orb_plan_min_slots(coll, algo);
     for (int n = 1; n <= ORB_PLAN_CHECK_MAX_RANKS; n++) {
         shuffled_ring(n, ring);
@@ -108,6 +135,10 @@ static void check_algo(orb_coll_t coll, orb_algo_t algo)
                                                  .count = counts[k], .op = ORB_AVG, .chunk_elems = chunk,
                                                  .nchannels = nch, .nhosts = hb, .host_of = hb ? blocked : NULL};
                             orb_plan_check_opts_t o = {.nslots = (size_t)min_slots, .slot_elems = chunk};
+                            if (coll == ORB_COLL_ALLTOALLV) {
+                                make_vectors(n, counts[k], vstore, vecs);
+                                o.vecs = vecs;
+                            }
                             if (variant == 1)
                                 o.nslots++;
                             if (variant == 2) {
@@ -115,7 +146,7 @@ static void check_algo(orb_coll_t coll, orb_algo_t algo)
                                 o.nslots = min_slots > 1 ? 4 : 1;
                             }
                             if (variant == 3) {
-                                o.inplace = 1;
+                                o.inplace = coll != ORB_COLL_ALLTOALLV; /* it has no in-place form */
                                 a.ring = ring;
                                 a.nhosts = hi;
                                 a.host_of = hi ? interleaved : NULL;

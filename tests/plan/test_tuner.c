@@ -121,7 +121,7 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
             return 2 * (n - 1) * R * alpha + 2 * (n - 1) / n * S / b + extra;
         if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_REDUCE_SCATTER)
             return (n - 1) * K * alpha + (n - 1) * S / b + extra;
-        if (coll == ORB_COLL_GATHER)
+        if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER)
             return ((n - 1) * K + n - 2) * hop + extra;
         return (n - 2 + K) * hop + extra; /* broadcast, reduce: the chain */
     }
@@ -129,7 +129,11 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         return coll == ORB_COLL_ALLREDUCE ? (2 * d + (nch == 1 ? 4 : 3) * K) * hop + extra
                                           : 2 * (d + K - 1) * hop + extra;
     /* direct */
-    return coll == ORB_COLL_GATHER ? (n - 1) * K * hop + extra : K * hop + extra;
+    if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER) /* n-1 blocks through the root */
+        return (n - 1) * K * hop + extra;
+    if (coll == ORB_COLL_ALLTOALL || coll == ORB_COLL_ALLTOALLV) /* n-1 pairwise exchanges */
+        return (n - 1) * K * hop + extra;
+    return K * hop + extra;
 }
 
 /* What the tuner must pick: the cheapest (algorithm, channels, chunk), algorithms in enum
@@ -143,6 +147,7 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
         [ORB_COLL_ALLREDUCE] = {1, 1, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
         [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
         [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0},
+        [ORB_COLL_ALLTOALL] = {0, 0, 1},  [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
     };
     size_t elems = (coll == ORB_COLL_BARRIER || count == 0) ? 1 : count;
     int chmax = elems < (size_t)maxch ? (int)elems : maxch;
