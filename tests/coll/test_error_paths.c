@@ -161,6 +161,10 @@ static void handles(orb_comm_t h, const char *kind, const char *arg)
     H("orb_gather", orb_gather(b, b, 1, ORB_FLOAT32, 0, h, NULL));
     H("orb_allgather", orb_allgather(b, b, 1, ORB_FLOAT32, h, NULL));
     H("orb_reduce_scatter", orb_reduce_scatter(b, b, 1, ORB_FLOAT32, ORB_SUM, h, NULL));
+    H("orb_alltoall", orb_alltoall(b, b, 1, ORB_FLOAT32, h, NULL));
+    size_t v1[1] = {1}, v0[1] = {0};
+    H("orb_alltoallv", orb_alltoallv(b, v1, v0, b + 1, v1, v0, ORB_FLOAT32, h, NULL));
+    H("orb_scatter", orb_scatter(b, b, 1, ORB_FLOAT32, 0, h, NULL));
     H("orb_barrier", orb_barrier(h));
     H("orb_send", orb_send(b, 4, ORB_FLOAT32, 0, h, NULL));
     H("orb_recv", orb_recv(b, 4, ORB_FLOAT32, 0, h, NULL));
@@ -219,6 +223,31 @@ static void calls(void)
          "op=-1");
     CASE("reduce_scatter dtype", BAD, orb_reduce_scatter(b, o, 4, badt, ORB_SUM, c, NULL), c, "orb_reduce_scatter",
          "dtype=");
+    CASE("alltoall sendbuf NULL", BAD, orb_alltoall(NULL, o, 4, ORB_FLOAT32, c, NULL), c, "orb_alltoall", "sendbuf");
+    CASE("alltoall recvbuf NULL", BAD, orb_alltoall(b, NULL, 4, ORB_FLOAT32, c, NULL), c, "orb_alltoall", "recvbuf");
+    CASE("alltoall dtype", BAD, orb_alltoall(b, o, 4, badt, c, NULL), c, "orb_alltoall", "dtype=");
+    CASE("alltoall count", BAD, orb_alltoall(b, o, huge, ORB_FLOAT32, c, NULL), c, "orb_alltoall", "count=");
+    CASE("alltoall overlap", BAD, orb_alltoall(b, b + 1, 4, ORB_FLOAT32, c, NULL), c, "orb_alltoall", "overlap");
+    size_t cnt[1] = {4}, dsp[1] = {0}, big[1] = {SIZE_MAX - 2}, three[1] = {3};
+    CASE("alltoallv sendcounts NULL", BAD, orb_alltoallv(b, NULL, dsp, o, cnt, dsp, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "sendcounts is NULL");
+    CASE("alltoallv rdispls NULL", BAD, orb_alltoallv(b, cnt, dsp, o, cnt, NULL, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "rdispls is NULL");
+    CASE("alltoallv own block", BAD, orb_alltoallv(b, cnt, dsp, o, three, dsp, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "sendcounts[0]=4 but recvcounts[0]=3");
+    CASE("alltoallv sdispls overflow", BAD, orb_alltoallv(b, cnt, big, o, cnt, dsp, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "sdispls[0]=");
+    CASE("alltoallv in place", BAD, orb_alltoallv(b, cnt, dsp, b, cnt, dsp, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "no in-place form");
+    CASE("alltoallv recvbuf NULL", BAD, orb_alltoallv(b, cnt, dsp, NULL, cnt, dsp, ORB_FLOAT32, c, NULL), c,
+         "orb_alltoallv", "recvbuf is NULL");
+    CASE("alltoallv dtype", BAD, orb_alltoallv(b, cnt, dsp, o, cnt, dsp, badt, c, NULL), c, "orb_alltoallv",
+         "dtype=");
+    CASE("scatter root=1", BAD, orb_scatter(b, o, 4, ORB_FLOAT32, 1, c, NULL), c, "orb_scatter", "root=1");
+    CASE("scatter sendbuf NULL at the root", BAD, orb_scatter(NULL, o, 4, ORB_FLOAT32, 0, c, NULL), c,
+         "orb_scatter", "sendbuf is NULL");
+    CASE("scatter recvbuf NULL", BAD, orb_scatter(b, NULL, 4, ORB_FLOAT32, 0, c, NULL), c, "orb_scatter",
+         "recvbuf");
     CASE("send to self", BAD, orb_send(b, 4, ORB_FLOAT32, 0, c, NULL), c, "orb_send", "peer=0");
     CASE("send peer=1", BAD, orb_send(b, 4, ORB_FLOAT32, 1, c, NULL), c, "orb_send", "peer=1");
     CASE("send peer=-1", BAD, orb_send(b, 4, ORB_FLOAT32, -1, c, NULL), c, "orb_send", "peer=-1");

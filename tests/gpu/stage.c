@@ -233,6 +233,29 @@ static orb_status_t do_reduce_scatter(const void *in, void *out, void *p, orb_st
     args_t *a = p;
     return orb_reduce_scatter(in, out, a->count, a->dtype, a->op, a->comm, st);
 }
+static orb_status_t do_alltoall(const void *in, void *out, void *p, orb_stream_t st)
+{
+    args_t *a = p;
+    return orb_alltoall(in, out, a->count, a->dtype, a->comm, st);
+}
+static orb_status_t do_scatter(const void *in, void *out, void *p, orb_stream_t st)
+{
+    args_t *a = p;
+    return orb_scatter(in, out, a->count, a->dtype, a->root, a->comm, st);
+}
+
+typedef struct {
+    orb_dtype_t dtype;
+    orb_comm_t comm;
+    const size_t *v[4]; /* sendcounts, sdispls, recvcounts, rdispls */
+} vargs_t;
+
+static orb_status_t do_alltoallv(const void *in, void *out, void *p, orb_stream_t st)
+{
+    vargs_t *a = p;
+    return orb_alltoallv(in, a->v[0], a->v[1], out, a->v[2], a->v[3], a->dtype, a->comm, st);
+}
+
 static orb_status_t do_send(const void *in, void *out, void *p, orb_stream_t st)
 {
     args_t *a = p;
@@ -306,6 +329,47 @@ orb_status_t stage_reduce_scatter(const void *sendbuf, void *recvbuf, size_t rec
     args_t a = {recvcount, dtype, op, 0, comm};
     size_t b = recvcount * orb_dtype_size(dtype);
     return staged(sendbuf, b * (size_t)n, recvbuf, b, do_reduce_scatter, &a);
+}
+
+orb_status_t stage_alltoall(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_comm_t comm,
+                            orb_stream_t stream)
+{
+    (void)stream;
+    int n, r;
+    shape(comm, &n, &r);
+    args_t a = {count, dtype, ORB_SUM, 0, comm};
+    size_t b = count * orb_dtype_size(dtype) * (size_t)n;
+    return staged(sendbuf, b, recvbuf, b, do_alltoall, &a);
+}
+
+/* The regions the vectors reach (the output's gaps travel too: orbit must leave them alone). */
+orb_status_t stage_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                             const size_t *recvcounts, const size_t *rdispls, orb_dtype_t dtype, orb_comm_t comm,
+                             orb_stream_t stream)
+{
+    (void)stream;
+    int n, r;
+    shape(comm, &n, &r);
+    size_t in = 0, out = 0, es = orb_dtype_size(dtype);
+    for (int j = 0; j < n; j++) {
+        if (sendcounts[j] && sdispls[j] + sendcounts[j] > in)
+            in = sdispls[j] + sendcounts[j];
+        if (recvcounts[j] && rdispls[j] + recvcounts[j] > out)
+            out = rdispls[j] + recvcounts[j];
+    }
+    vargs_t a = {dtype, comm, {sendcounts, sdispls, recvcounts, rdispls}};
+    return staged(sendbuf, in * es, recvbuf, out * es, do_alltoallv, &a);
+}
+
+orb_status_t stage_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype, int root,
+                           orb_comm_t comm, orb_stream_t stream)
+{
+    (void)stream;
+    int n, r;
+    shape(comm, &n, &r);
+    args_t a = {recvcount, dtype, ORB_SUM, root, comm};
+    size_t b = recvcount * orb_dtype_size(dtype);
+    return staged(sendbuf, sendbuf ? b * (size_t)n : 0, recvbuf, b, do_scatter, &a);
 }
 
 orb_status_t stage_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,

@@ -37,6 +37,13 @@ orb_status_t stage_allgather(const void *sendbuf, void *recvbuf, size_t sendcoun
                              orb_comm_t comm, orb_stream_t stream);
 orb_status_t stage_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype,
                                   orb_op_t op, orb_comm_t comm, orb_stream_t stream);
+orb_status_t stage_alltoall(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_comm_t comm,
+                            orb_stream_t stream);
+orb_status_t stage_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                             const size_t *recvcounts, const size_t *rdispls, orb_dtype_t dtype, orb_comm_t comm,
+                             orb_stream_t stream);
+orb_status_t stage_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, orb_dtype_t dtype, int root,
+                           orb_comm_t comm, orb_stream_t stream);
 orb_status_t stage_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                         orb_stream_t stream);
 orb_status_t stage_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
@@ -47,7 +54,7 @@ orb_status_t stage_group_end(void);
 /* 77 (after printing why) when this machine has no CUDA device, else 0. */
 int stage_skip_without_device(void);
 /* Arena bytes for the collective matrix's largest case at nranks: (1 Mi + 3) elements of
- * 8 bytes, times nranks for the gathers, in-place spans included. */
+ * 8 bytes, times nranks for the gathers and all-to-alls, in-place spans included. */
 size_t stage_arena_for(int nranks);
 
 #endif

@@ -6,6 +6,9 @@
 #define orb_gather stage_gather
 #define orb_allgather stage_allgather
 #define orb_reduce_scatter stage_reduce_scatter
+#define orb_alltoall stage_alltoall
+#define orb_alltoallv stage_alltoallv
+#define orb_scatter stage_scatter
 #define orb_send stage_send
 #define orb_recv stage_recv
 #define orb_group_start stage_group_start

@@ -1,5 +1,6 @@
 /* Failure behaviour, as real ranks under orbitrun:
  *   test_robust mismatch   every pair of differing signatures -> ORB_ERR_MISMATCH on all ranks, < 2 s
+ *   test_robust vmismatch  alltoallv pairs whose counts disagree -> the same, naming both counts
  *   test_robust timeout    a rank that sleeps -> ORB_ERR_TIMEOUT naming the call and the peer
  *   test_robust abort      orb_comm_abort from another thread unblocks a waiting call
  *   test_robust stranger   garbage on the bootstrap port during init does not disturb it
@@ -373,6 +374,50 @@ static int mode_chaos(unsigned seed)
     }
 }
 
+/* alltoallv whose pair (0, 1) disagrees: rank 0 sends `give` elements to rank 1, which
+ * expects `want`; every other pair agrees (one element each way). Every rank fails with
+ * ORB_ERR_MISMATCH in under 2 s; ranks 0 and 1 name each other and both counts, the others
+ * hear it from them. */
+static void vmismatch_case(size_t give, size_t want)
+{
+    orb_comm_t c = init();
+    const size_t n = (size_t)nranks;
+    size_t *v = calloc(4 * n, sizeof *v);
+    float sbuf[64] = {0}, rbuf[64];
+    for (size_t j = 0; j < n; j++) {
+        v[j] = v[2 * n + j] = 1;
+        v[n + j] = v[3 * n + j] = 8 * j;
+    }
+    if (rank == 0)
+        v[1] = give;
+    if (rank == 1)
+        v[2 * n] = want;
+    double t0 = now();
+    orb_status_t st = orb_alltoallv(sbuf, v, v + n, rbuf, v + 2 * n, v + 3 * n, ORB_FLOAT32, c, NULL);
+    if (st == ORB_OK)
+        st = orb_barrier(c);
+    double took = now() - t0;
+    const char *msg = orb_comm_last_error(c);
+    char detail[2048], a[96], b[96];
+    snprintf(detail, sizeof detail, "alltoallv rank 0 gives %zu, rank 1 wants %zu: got %s after %.2f s: %s", give,
+             want, orb_status_name(st), took, msg);
+    check(st == ORB_ERR_MISMATCH && took < 2.0, "alltoallv counts mismatch", detail);
+    snprintf(a, sizeof a, "rank 0 has sendcounts[1]=%zu", give);
+    snprintf(b, sizeof b, "rank 1 has recvcounts[0]=%zu", want);
+    check(strstr(msg, "orb_alltoallv") && strstr(msg, a) && strstr(msg, b),
+          "the message names the call, both ranks and both counts", detail);
+    free(v);
+    orb_comm_destroy(c);
+}
+
+static int mode_vmismatch(void)
+{
+    vmismatch_case(5, 4);
+    vmismatch_case(0, 3); /* a pair where one side sends nothing */
+    vmismatch_case(2, 0);
+    return finish(6);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -383,6 +428,8 @@ int main(int argc, char **argv)
         return mode_mismatch();
     if (!strcmp(argv[1], "timeout"))
         return mode_timeout();
+    if (!strcmp(argv[1], "vmismatch"))
+        return mode_vmismatch();
     if (!strcmp(argv[1], "abort"))
         return mode_abort();
     if (!strcmp(argv[1], "stranger"))
