@@ -82,5 +82,23 @@ orb_status_t orb_ring_scatter(orb_plan_t *plan);
 orb_status_t orb_direct_scatter(orb_plan_t *plan);
 orb_status_t orb_direct_alltoall(orb_plan_t *plan);
 orb_status_t orb_direct_alltoallv(orb_plan_t *plan);
+orb_status_t orb_bruck_alltoall(orb_plan_t *plan);
+
+/* Bruck's all-to-all: ceil(log2 n) rounds; round k moves the blocks whose index (distance
+ * to their destination) has bit k set: how many that is. */
+static inline int orb_bruck_rounds(int n)
+{
+    int k = 0;
+    while (k < 30 && (1 << k) < n)
+        k++;
+    return k;
+}
+static inline int orb_bruck_blocks(int n, int k)
+{
+    int m = 0;
+    for (int i = 1; i < n; i++)
+        m += (i >> k) & 1;
+    return m;
+}
 
 #endif

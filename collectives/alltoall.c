@@ -10,6 +10,17 @@
 
 #include "algos.h"
 
+/* Cuts a local copy of len elements into steps of at most chunk_elems. */
+static void copy_chunks(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, orb_buf_t src_buf,
+                        size_t src_off, int dst_scratch, size_t dst_off, size_t len)
+{
+    for (size_t b0 = 0; b0 < len; b0 += a->chunk_elems) {
+        size_t l = len - b0 < a->chunk_elems ? len - b0 : a->chunk_elems;
+        orb_emit(lane, st, orb_step_make(ORB_STEP_COPY, src_buf, -1, -1, src_off + b0, dst_off + b0, l,
+                                         dst_scratch ? ORB_STEP_DST_SCRATCH : 0));
+    }
+}
+
 /* Counts and displacements of one rank, as orb_plan_args_t.vec lays them out. */
 typedef struct {
     const size_t *scount, *sdispl, *rcount, *rdispl;
@@ -104,4 +115,66 @@ orb_status_t orb_plan_vec_sizes(int nranks, const size_t *vec, size_t *in_count,
     *in_count = in;
     *out_count = out;
     return ORB_OK;
+}
+
+/* Bruck's all-to-all for small blocks: ceil(log2 n) messages per rank instead of n-1.
+ * Index a block by its distance i = (destination - holder) mod n. Round k sends every block
+ * whose i has bit k set to the rank 2^k ahead, which keeps it under the same index; after
+ * the rounds, the block at index i of rank r came from rank r - i. Each round packs its
+ * blocks into one contiguous message (the blocks of a round are not contiguous), sends it
+ * while receiving the matching one from the rank 2^k behind, and unpacks that into the
+ * work area. Scratch (per channel, a channel's share w of every block):
+ *   work   [0, n*count)            block i at i*count
+ *   out    [n*count, +M*count)     the packed message, M = the most blocks a round moves
+ *   in     [n*count + M*count, +M*count)
+ * A block is read from the input until a round has written its work slot, and the output
+ * is written only by the final copies, so in place needs no care: every input element is
+ * read before any output element is written. */
+orb_status_t orb_bruck_alltoall(orb_plan_t *plan)
+{
+    const orb_plan_args_t *a = &plan->args;
+    const int n = a->nranks, r = a->rank, rounds = orb_bruck_rounds(n);
+    const size_t cnt = a->count;
+    size_t M = 0;
+    for (int k = 0; k < rounds; k++)
+        M = (size_t)orb_bruck_blocks(n, k) > M ? (size_t)orb_bruck_blocks(n, k) : M;
+    plan->scratch_count = n > 1 ? ((size_t)n + 2 * M) * cnt : 0;
+    orb_status_t st = ORB_OK;
+    for (int c = 0; c < a->nchannels; c++) {
+        orb_lane_t *lane = &plan->lanes[c];
+        size_t cb, ce;
+        orb_split(cnt, a->nchannels, c, &cb, &ce);
+        const size_t w = ce - cb;
+        if (w == 0)
+            continue;
+        const size_t pack = (size_t)n * cnt + M * cb, unpack = (size_t)n * cnt + M * cnt + M * cb;
+        for (int k = 0; k < rounds; k++) {
+            const int dist = 1 << k, to = (r + dist) % n, from = ((r - dist) % n + n) % n;
+            size_t m = 0;
+            for (int i = 1; i < n; i++) {
+                if (!(i & dist))
+                    continue;
+                if (i & (dist - 1)) /* moved in an earlier round: in the work area */
+                    copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, 1, pack + m * w, w);
+                else /* still the input's block for rank r + i */
+                    copy_chunks(a, lane, &st, ORB_BUF_INPUT, (size_t)((r + i) % n) * cnt + cb, 1, pack + m * w, w);
+                m++;
+            }
+            for (size_t b0 = 0; b0 < m * w; b0 += a->chunk_elems) { /* send a chunk, then take one */
+                size_t len = m * w - b0 < a->chunk_elems ? m * w - b0 : a->chunk_elems;
+                orb_emit(lane, &st, orb_step_make(ORB_STEP_SEND, ORB_BUF_SCRATCH, to, -1, pack + b0, 0, len, 0));
+                orb_emit(lane, &st, orb_step_make(ORB_STEP_RECV, ORB_BUF_OUTPUT, -1, from, 0, unpack + b0, len,
+                                                  ORB_STEP_DST_SCRATCH));
+            }
+            m = 0;
+            for (int i = 1; i < n; i++)
+                if (i & dist)
+                    copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, unpack + (m++) * w, 1, (size_t)i * cnt + cb, w);
+        }
+        copy_chunks(a, lane, &st, ORB_BUF_INPUT, (size_t)r * cnt + cb, 0, (size_t)r * cnt + cb, w);
+        for (int i = 1; i < n; i++)
+            copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, 0, (size_t)((r - i + n) % n) * cnt + cb,
+                        w);
+    }
+    return st;
 }

@@ -18,6 +18,7 @@ typedef struct {
     const orb_plan_t *plan;
     const void *in;
     void *out;
+    void *scratch; /* plan->scratch_count elements, NULL when it needs none */
     orb_dtype_t dtype;
     orb_op_t op;
     int postdiv;        /* divisor applied by POSTOP steps (avg: nranks), else 0 */

@@ -196,10 +196,13 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
 
         const char *src = NULL;
         if (props & ORB_STEP_READS_SRC)
-            src = (const char *)(s->src_buf == ORB_BUF_INPUT ? o->in : o->out) + (s->src_off + done) * esz;
+            src = (const char *)(s->src_buf == ORB_BUF_INPUT    ? o->in
+                                 : s->src_buf == ORB_BUF_OUTPUT ? o->out
+                                                                : o->scratch) +
+                  (s->src_off + done) * esz;
         char *dst = NULL;
         if (props & ORB_STEP_WRITES_DST)
-            dst = (char *)o->out + (s->dst_off + done) * esz;
+            dst = (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         /* The value goes to dst and/or the outgoing piece: first wherever it is written. */

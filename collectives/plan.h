@@ -72,6 +72,7 @@ typedef enum {
     ORB_ALGO_DIRECT,   /* point to point: send/recv, gather/scatter straight from/to the root,
                         * all-to-all as pairwise exchange */
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
+    ORB_ALGO_BRUCK,    /* all-to-all in ceil(log2 n) rounds of packed blocks (small blocks) */
     ORB_NUM_ALGOS
 } orb_algo_t;
 
@@ -109,6 +110,7 @@ typedef struct {
     orb_plan_args_t args;
     size_t in_count;  /* elements of this rank's input the plan may read */
     size_t out_count; /* elements of this rank's output the plan may write */
+    size_t scratch_count; /* elements of workspace (ORB_BUF_SCRATCH) the executor supplies */
     int nlanes;       /* == args.nchannels */
     orb_lane_t lanes[ORB_MAX_CHANNELS];
 } orb_plan_t;

@@ -22,8 +22,8 @@ typedef struct {
 } fifo_t;
 
 typedef struct {
-    val_t *mem; /* input and output, aliased when in place */
-    size_t in_base, out_base;
+    val_t *mem; /* input and output, aliased when in place, then the plan's scratch */
+    size_t in_base, out_base, scratch_base;
 } rank_mem_t;
 
 typedef struct {
@@ -80,7 +80,18 @@ static int kind_reduces(int k) { return (orb_step_props(k) & ORB_STEP_REDUCES) !
 static int kind_reads_src(int k) { return (orb_step_props(k) & ORB_STEP_READS_SRC) != 0; }
 static int kind_writes_dst(int k) { return (orb_step_props(k) & ORB_STEP_WRITES_DST) != 0; }
 
-static const char *buf_name(int b) { return b == ORB_BUF_INPUT ? "input" : "output"; }
+static const char *buf_name(int b)
+{
+    return b == ORB_BUF_INPUT ? "input" : b == ORB_BUF_OUTPUT ? "output" : "scratch";
+}
+
+/* Where a step writes: the output, or the scratch with ORB_STEP_DST_SCRATCH. */
+static int dst_buf(const orb_step_t *s) { return (s->flags & ORB_STEP_DST_SCRATCH) ? ORB_BUF_SCRATCH : ORB_BUF_OUTPUT; }
+
+static size_t buf_size(const orb_plan_t *p, int b)
+{
+    return b == ORB_BUF_INPUT ? p->in_count : b == ORB_BUF_OUTPUT ? p->out_count : p->scratch_count;
+}
 
 /* "rank 3 lane 1 step 7 (recv-reduce-send of 4: input[40] + from 2 -> 5)" */
 static const char *where(const check_t *x, int r, int c, size_t i, char *buf, size_t len)
@@ -93,7 +104,7 @@ static const char *where(const check_t *x, int r, int c, size_t i, char *buf, si
     if (o >= 0 && (size_t)o < len && kind_recvs(k))
         o += snprintf(buf + o, len - (size_t)o, " from %d", s->recv_peer);
     if (o >= 0 && (size_t)o < len && kind_writes_dst(k))
-        o += snprintf(buf + o, len - (size_t)o, " -> output[%zu]", s->dst_off);
+        o += snprintf(buf + o, len - (size_t)o, " -> %s[%zu]", buf_name(dst_buf(s)), s->dst_off);
     if (o >= 0 && (size_t)o < len && kind_sends(k))
         o += snprintf(buf + o, len - (size_t)o, " -> rank %d", s->send_peer);
     if (o >= 0 && (size_t)o < len)
@@ -134,22 +145,22 @@ static orb_status_t check_step(check_t *x, int r, int c, size_t i)
     char w[256];
     if (s->kind >= ORB_NUM_STEP_KINDS)
         return fail(x, "rank %d lane %d step %zu: unknown kind %d", r, c, i, s->kind);
-    if (s->flags & ~ORB_STEP_POSTOP)
+    if (s->flags & ~(ORB_STEP_POSTOP | ORB_STEP_DST_SCRATCH))
         return fail(x, "%s: unknown flags 0x%x", where(x, r, c, i, w, sizeof w), s->flags);
     if (s->count > p->args.chunk_elems)
         return fail(x, "%s: carries more than chunk_elems = %zu", where(x, r, c, i, w, sizeof w),
                     p->args.chunk_elems);
     if (kind_reads_src(s->kind)) {
-        if (s->src_buf != ORB_BUF_INPUT && s->src_buf != ORB_BUF_OUTPUT)
+        if (s->src_buf != ORB_BUF_INPUT && s->src_buf != ORB_BUF_OUTPUT && s->src_buf != ORB_BUF_SCRATCH)
             return fail(x, "%s: unknown src_buf %d", where(x, r, c, i, w, sizeof w), s->src_buf);
-        size_t size = s->src_buf == ORB_BUF_INPUT ? p->in_count : p->out_count;
+        size_t size = buf_size(p, s->src_buf);
         if (!range_ok(s->src_off, s->count, size))
             return fail(x, "%s: reads past the end of its %s (%zu elements)", where(x, r, c, i, w, sizeof w),
                         buf_name(s->src_buf), size);
     }
-    if (kind_writes_dst(s->kind) && !range_ok(s->dst_off, s->count, p->out_count))
-        return fail(x, "%s: writes past the end of its output (%zu elements)", where(x, r, c, i, w, sizeof w),
-                    p->out_count);
+    if (kind_writes_dst(s->kind) && !range_ok(s->dst_off, s->count, buf_size(p, dst_buf(s))))
+        return fail(x, "%s: writes past the end of its %s (%zu elements)", where(x, r, c, i, w, sizeof w),
+                    buf_name(dst_buf(s)), buf_size(p, dst_buf(s)));
     if (kind_sends(s->kind) && (s->send_peer < 0 || s->send_peer >= x->n || s->send_peer == r ||
                                 x->plans[s->send_peer].nlanes == 0))
         return fail(x, "%s: sends to rank %d, which is not a peer in this call", where(x, r, c, i, w, sizeof w),
@@ -295,6 +306,8 @@ static orb_status_t setup_memory(check_t *x)
         const orb_plan_t *p = &x->plans[r];
         size_t n, ib, ob;
         layout(p, x->o.inplace, &n, &ib, &ob);
+        x->mem[r].scratch_base = n;
+        n += p->scratch_count;
         x->mem[r].mem = calloc(n ? n : 1, sizeof(val_t));
         if (!x->mem[r].mem)
             return no_memory(x);
@@ -393,8 +406,10 @@ static int lane_move(check_t *x, int r, int c)
         wake(x, s->recv_peer, c);
     }
     if (kind_reads_src(k)) {
-        size_t base = (s->src_buf == ORB_BUF_INPUT ? x->mem[r].in_base : x->mem[r].out_base) + s->src_off +
-                      ls->done;
+        size_t base = (s->src_buf == ORB_BUF_INPUT    ? x->mem[r].in_base
+                       : s->src_buf == ORB_BUF_OUTPUT ? x->mem[r].out_base
+                                                      : x->mem[r].scratch_base) +
+                      s->src_off + ls->done;
         memcpy(x->src, x->mem[r].mem + base, len * sizeof(val_t));
         for (size_t e = 0; e < len; e++)
             if (!x->src[e].mask)
@@ -418,7 +433,9 @@ static int lane_move(check_t *x, int r, int c)
         x->out[e] = v;
     }
     if (kind_writes_dst(k))
-        memcpy(x->mem[r].mem + x->mem[r].out_base + s->dst_off + ls->done, x->out, len * sizeof(val_t));
+        memcpy(x->mem[r].mem + (dst_buf(s) == ORB_BUF_SCRATCH ? x->mem[r].scratch_base : x->mem[r].out_base) +
+                   s->dst_off + ls->done,
+               x->out, len * sizeof(val_t));
     if (fout) {
         size_t slot = (fout->head + fout->used) % x->o.nslots;
         memcpy(fout->data + slot * x->o.slot_elems, x->out, len * sizeof(val_t));

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "algos.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -132,6 +133,14 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         if (coll == ORB_COLL_ALLREDUCE && n > 2)
             return -1; /* the exchange exists for two ranks only (the plan falls back to the ring) */
         return K * hop + chan;
+    case ORB_ALGO_BRUCK: { /* round k: one message of m_k blocks' lane shares, chunked */
+        double t = chan;
+        for (int k = 0; k < orb_bruck_rounds(nranks); k++) {
+            const double len = orb_bruck_blocks(nranks, k) * s, ck = fmin((double)chunk_elems * (double)elem_size, len);
+            t += ceil_div(len, ck) * (a + C * ck / b);
+        }
+        return t;
+    }
     default:
         return -1;
     }
@@ -192,6 +201,9 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
             coll == ORB_COLL_ALLTOALLV)
             return "(n-1)*K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+    case ORB_ALGO_BRUCK:
+        return "sum over rounds k < ceil(log2 n) of ceil(m_k*s/c_k)*(alpha + C*c_k/beta) + (C-1)*alpha, "
+               "m_k = #{1 <= i < n: bit k of i}, c_k = min(c, m_k*s)";
     case ORB_ALGO_HIER:
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
@@ -260,7 +272,8 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
     int forced = forced_algo(algo_env);
     const char *no_plan = "ORBIT_ALGO has no plan for this collective; ";
     if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
-        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier); the tuner decides", algo_env);
+        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck); the tuner decides",
+                 algo_env);
     else if (forced >= 0 && !orb_plan_algo_supported(coll, (orb_algo_t)forced))
         forced = -3; /* told per call in the reason: it depends on the collective */
     else if (forced == ORB_ALGO_HIER && m.per_host == 0) {

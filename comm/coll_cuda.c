@@ -282,7 +282,8 @@ static int proto_for(size_t bytes)
     return bytes <= ORB_CUDA_LL_MAX_BYTES ? ORB_CUDA_PROTO_LL : ORB_CUDA_PROTO_SIMPLE;
 }
 
-/* Fill op for the prepared call p; *scratch_need: bytes of output room a non-root needs (0: none). */
+/* Fill op for the prepared call p; *scratch_need: bytes of output room a non-root needs plus
+ * the plan's workspace (0: none). */
 static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const orb_prepared_t *p, int pin,
                             cudaStream_t stream, orb_cuda_op_t *op, size_t *scratch_need)
 {
@@ -323,7 +324,9 @@ static orb_status_t prepare(struct orb_comm *c, struct orb_cuda_state *s, const 
         nsteps += plan->lanes[ch].nsteps;
     if (nsteps == 0 && op->sync_next < 0)
         op->nlanes = 0; /* nothing to move: no blocks */
-    *scratch_need = orb_plan_out_is_scratch(plan) ? plan->out_count * esz : 0;
+    /* a non-root's output room, then (256-byte aligned) the plan's workspace */
+    *scratch_need = orb_plan_out_is_scratch(plan) ? (plan->out_count * esz + 255) / 256 * 256 : 0;
+    *scratch_need += plan->scratch_count * esz;
     ORB_INFO("%s #%llu on the device: %s protocol", fn, (unsigned long long)op->sig.seq,
              op->proto == ORB_CUDA_PROTO_LL ? "LL" : "simple");
     return ORB_OK;
@@ -469,7 +472,12 @@ orb_status_t orb_cuda_stage(struct orb_comm *c, const orb_prepared_t *k, int n, 
         }
         for (int i = 0; i < n; i++)
             if (need[i]) {
-                L->ops[i].out = base;
+                const orb_plan_t *pl = k[i].plan;
+                const size_t work = pl->scratch_count * L->ops[i].esize, room = need[i] - work;
+                if (room)
+                    L->ops[i].out = base;
+                if (work)
+                    L->ops[i].scratch = base + room;
                 base += (need[i] + 255) / 256 * 256;
             }
     }

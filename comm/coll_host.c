@@ -1,6 +1,6 @@
 /* Host buffers: prepared calls (coll_call.h) become the CPU executor's operations
- * (collectives/exec.h), with scratch for the non-roots that need it, and a failure leaves
- * the communicator unusable. */
+ * (collectives/exec.h), with scratch for the non-roots that need it and for plans that work
+ * in scratch of their own, and a failure leaves the communicator unusable. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -10,12 +10,17 @@
 /* Scratch is handed out in slices of this alignment (every dtype's). */
 #define SCRATCH_ALIGN 64
 
+static size_t aligned(size_t bytes) { return (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN; }
+
+/* Output room of a non-root that needs it, then the plan's workspace. */
+static size_t out_need(const orb_prepared_t *p)
+{
+    return orb_plan_out_is_scratch(p->plan) ? aligned(p->plan->out_count * orb_dtype_size(p->a.dtype)) : 0;
+}
+
 static size_t scratch_need(const orb_prepared_t *p)
 {
-    if (!orb_plan_out_is_scratch(p->plan))
-        return 0;
-    size_t bytes = p->plan->out_count * orb_dtype_size(p->a.dtype);
-    return (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+    return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_size(p->a.dtype));
 }
 
 /* Built in place: an operation is some 260 bytes, and this is every call's path. */
@@ -72,11 +77,11 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
     char *scratch = c->scratch;
     for (int i = 0; i < n; i++) {
         exec_op(c, &p[i], &ops[i]);
-        size_t s = scratch_need(&p[i]);
-        if (s) {
+        if (out_need(&p[i]))
             ops[i].out = scratch;
-            scratch += s;
-        }
+        if (p[i].plan->scratch_count)
+            ops[i].scratch = scratch + out_need(&p[i]);
+        scratch += scratch_need(&p[i]);
     }
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (ops != few)

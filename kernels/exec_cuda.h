@@ -111,6 +111,7 @@ typedef struct {
     uint32_t lane_n[ORB_MAX_CHANNELS];
     const char *in;                        /* input buffer, device-accessible */
     char *out;                             /* output buffer (or scratch), device-accessible */
+    char *scratch;                         /* the plan's workspace (ORB_BUF_SCRATCH), or NULL */
     orb_slot_hdr_t sig;                    /* signature every piece carries */
     uint32_t esize;
     int32_t postdiv;                       /* POSTOP divisor (avg: nranks), else 0 */

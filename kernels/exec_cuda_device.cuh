@@ -551,7 +551,8 @@ __device__ void run_lane(Lane &ln)
         }
         ln.step = s;
         ln.piece = 0;
-        const char *srcbuf = st.src_buf == ORB_BUF_INPUT ? op.in : op.out;
+        const char *srcbuf = st.src_buf == ORB_BUF_INPUT ? op.in : st.src_buf == ORB_BUF_OUTPUT ? op.out : op.scratch;
+        char *dstbuf = (st.flags & ORB_STEP_DST_SCRATCH) ? op.scratch : op.out;
         for (size_t done = 0; done < st.count; ln.piece++) {
             size_t n = st.count - done;
             if (!local(kind) && n > op.piece_elems)
@@ -561,7 +562,7 @@ __device__ void run_lane(Lane &ln)
             pc.send_peer = send ? st.send_peer : -1;
             pc.recv_peer = recv ? st.recv_peer : -1;
             pc.src = has_src ? srcbuf + (st.src_off + done) * esz : nullptr;
-            pc.dst = has_dst ? op.out + (st.dst_off + done) * esz : nullptr;
+            pc.dst = has_dst ? dstbuf + (st.dst_off + done) * esz : nullptr;
             pc.n = (uint32_t)n;
             pc.pd = (st.flags & ORB_STEP_POSTOP) ? op.postdiv : 0;
             pc.handshake = false;

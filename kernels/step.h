@@ -14,7 +14,8 @@
  *   RECV_REDUCE_COPY      op(src, in)    -> dst
  *   COPY                  src            -> dst   (a no-op when src and dst are the same memory)
  * With ORB_STEP_POSTOP in flags, the op's final transform (avg: divide by nranks) is applied
- * to the value before it is written or sent, exactly once to every final value. */
+ * to the value before it is written or sent, exactly once to every final value. With
+ * ORB_STEP_DST_SCRATCH, "dst" is the plan's scratch at dst_off instead of the output. */
 #ifndef ORB_KERNELS_STEP_H
 #define ORB_KERNELS_STEP_H
 
@@ -62,14 +63,18 @@ static inline ORB_STEP_HD unsigned orb_step_props(int kind)
 #undef ORB_STEP_PROPS_
 }
 
-typedef enum { ORB_BUF_INPUT = 0, ORB_BUF_OUTPUT = 1 } orb_buf_t;
+/* The buffers a step reads from (src_buf) and, with ORB_STEP_DST_SCRATCH, writes to: the
+ * user's input and output, and the plan's own workspace (orb_plan_t.scratch_count elements,
+ * supplied by the executor) where an algorithm packs or parks data. */
+typedef enum { ORB_BUF_INPUT = 0, ORB_BUF_OUTPUT = 1, ORB_BUF_SCRATCH = 2 } orb_buf_t;
 
 #define ORB_STEP_POSTOP 0x1u
+#define ORB_STEP_DST_SCRATCH 0x2u /* dst_off indexes the scratch, not the output */
 
 typedef struct {
     uint8_t kind;    /* orb_step_kind_t */
     uint8_t src_buf; /* orb_buf_t: which buffer src_off indexes */
-    uint8_t flags;   /* ORB_STEP_POSTOP */
+    uint8_t flags;   /* ORB_STEP_POSTOP, ORB_STEP_DST_SCRATCH */
     uint8_t pad_;
     int32_t send_peer; /* rank, or -1 when the step does not send */
     int32_t recv_peer; /* rank, or -1 when the step does not receive */

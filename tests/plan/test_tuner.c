@@ -128,6 +128,17 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
     if (algo == ORB_ALGO_TREE)
         return coll == ORB_COLL_ALLREDUCE ? (2 * d + (nch == 1 ? 4 : 3) * K) * hop + extra
                                           : 2 * (d + K - 1) * hop + extra;
+    if (algo == ORB_ALGO_BRUCK) { /* alltoall: round k moves the blocks whose distance has bit k */
+        double t = extra;
+        for (int k = 0; (1 << k) < nranks; k++) {
+            int m = 0;
+            for (int i = 1; i < nranks; i++)
+                m += (i >> k) & 1;
+            double len = m * s, ck = (double)chunk_elems * (double)esz < len ? (double)chunk_elems * (double)esz : len;
+            t += ceil(len / ck) * (alpha + C * ck / b);
+        }
+        return t;
+    }
     /* direct */
     if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER) /* n-1 blocks through the root */
         return (n - 1) * K * hop + extra;
@@ -142,18 +153,18 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
 static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t slot, int maxch, orb_algo_t *algo,
                        double *best)
 {
-    static const orb_algo_t order[] = {ORB_ALGO_RING, ORB_ALGO_TREE, ORB_ALGO_DIRECT};
-    static const int has[ORB_NUM_COLLS][3] = {
+    static const orb_algo_t order[] = {ORB_ALGO_RING, ORB_ALGO_TREE, ORB_ALGO_DIRECT, ORB_ALGO_BRUCK};
+    static const int has[ORB_NUM_COLLS][4] = {
         [ORB_COLL_ALLREDUCE] = {1, 1, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
         [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
         [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0},
-        [ORB_COLL_ALLTOALL] = {0, 0, 1},  [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
+        [ORB_COLL_ALLTOALL] = {0, 0, 1, 1}, [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
     };
     size_t elems = (coll == ORB_COLL_BARRIER || count == 0) ? 1 : count;
     int chmax = elems < (size_t)maxch ? (int)elems : maxch;
     *best = INFINITY;
     *algo = ORB_NUM_ALGOS;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (!has[coll][i] || (order[i] == ORB_ALGO_DIRECT && coll == ORB_COLL_ALLREDUCE && n > 2))
             continue;
         for (int ch = 1; ch <= chmax; ch++)
