@@ -37,7 +37,8 @@ orb_status_t orb_call_validate(struct orb_comm *c, const orb_call_t *k, size_t *
     *out_count = out_n;
     size_t esz = orb_dtype_size(k->dtype);
     size_t maxn = in_n > out_n ? in_n : out_n;
-    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER)
+    const orb_coll_t shape = orb_coll_planned_as(k->coll);
+    size_t mult = (shape == ORB_COLL_GATHER || shape == ORB_COLL_ALLGATHER || shape == ORB_COLL_REDUCE_SCATTER)
                       ? (size_t)c->nranks
                       : 1;
     if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
@@ -52,7 +53,7 @@ orb_status_t orb_call_validate(struct orb_comm *c, const orb_call_t *k, size_t *
                              rooted ? " (this rank is the root)" : "");
     const char *in = k->sendbuf, *out = k->recvbuf;
     int inplace_ok;
-    switch (k->coll) {
+    switch (shape) {
     case ORB_COLL_GATHER:
     case ORB_COLL_ALLGATHER: /* in place: sendbuf is this rank's slot of recvbuf */
         inplace_ok = out && in == out + (size_t)r * k->count * esz;
