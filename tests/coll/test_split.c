@@ -2,6 +2,8 @@
  *   orbitrun -n N -- test_split --case reorder|nested|dup|threads|mismatch|destroy|args
  * or as ranks that are threads of one process (orb_comm_init_all):
  *   test_split --case init-all [--n N]
+ * --hosts K puts rank r on a pretend host r % K (ORBIT_HOSTID): ranks of different hosts talk
+ * over TCP.
  * Every expectation comes from the colors and keys the test picks, through a reference of
  * its own (expect_child: the ranks of one color sorted by key, ties by rank), never through
  * orbit: a rank's identity is RANK from the launcher (or its thread's index), and a child's
@@ -450,14 +452,16 @@ static int run_init_all(int n)
 
 int main(int argc, char **argv)
 {
-    int n_threads = 4;
+    int n_threads = 4, hosts = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--case") && i + 1 < argc)
             which = argv[++i];
         else if (!strcmp(argv[i], "--n") && i + 1 < argc)
             n_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+            hosts = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: test_split --case NAME [--n N]\n");
+            fprintf(stderr, "usage: test_split --case NAME [--n N] [--hosts K]\n");
             return 2;
         }
     }
@@ -474,6 +478,11 @@ int main(int argc, char **argv)
         return 2;
     for (int r = 0; r < w.n; r++)
         w.ids[r] = r;
+    if (hosts > 1) { /* rank r on "host" r % hosts: those pairs talk over TCP, parent and children */
+        char h[32];
+        snprintf(h, sizeof h, "split-host-%d", w.rank % hosts);
+        setenv("ORBIT_HOSTID", h, 1);
+    }
     orb_status_t st = orb_comm_init_env(&w.comm);
     if (st != ORB_OK) {
         fprintf(stderr, "rank %d: FAIL init: %s %s\n", w.id, orb_status_name(st), orb_comm_last_error(NULL));
