@@ -62,7 +62,7 @@ void orb_plan_buffer_sizes(orb_coll_t coll, int nranks, int rank, int root, size
                            size_t *in_count, size_t *out_count)
 {
     size_t in = count, out = count;
-    switch (coll) {
+    switch (orb_coll_planned_as(coll)) {
     case ORB_COLL_BROADCAST:
         in = (rank == root) ? count : 0;
         break;
@@ -110,6 +110,7 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
 {
     if ((unsigned)coll >= ORB_NUM_COLLS || (unsigned)algo >= ORB_NUM_ALGOS)
         return NULL;
+    coll = orb_coll_planned_as(coll);
     static const orb_algo_build_fn table[ORB_NUM_COLLS][ORB_NUM_ALGOS] = {
         [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce, [ORB_ALGO_TREE] = orb_tree_allreduce,
                                 [ORB_ALGO_HIER] = orb_hier_allreduce, [ORB_ALGO_DIRECT] = orb_direct_allreduce},

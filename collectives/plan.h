@@ -45,7 +45,8 @@
     X(BARRIER, "barrier", 0)                                   \
     X(ALLTOALL, "alltoall", 0)                                 \
     X(ALLTOALLV, "alltoallv", ORB_COLL_VECTOR)                 \
-    X(SCATTER, "scatter", ORB_COLL_ROOTED)
+    X(SCATTER, "scatter", ORB_COLL_ROOTED)                     \
+    X(COMM_SPLIT, "comm_split", 0)
 
 typedef enum {
 #define ORB_COLL_ENUM_(id, name, props) ORB_COLL_##id,
@@ -60,6 +61,13 @@ static inline unsigned orb_coll_props(orb_coll_t c)
 #define ORB_COLL_PROPS_(id, name, props) c == ORB_COLL_##id ? (unsigned)(props):
     return ORB_COLL_MAP(ORB_COLL_PROPS_) 0u;
 #undef ORB_COLL_PROPS_
+}
+/* The collective whose plan, buffer sizes and costs a call has. orb_comm_split agrees on its
+ * groups with an all-gather over the parent that keeps an identity of its own, so that a rank
+ * calling something else meets a mismatch that names the split; everything else is itself. */
+static inline orb_coll_t orb_coll_planned_as(orb_coll_t c)
+{
+    return c == ORB_COLL_COMM_SPLIT ? ORB_COLL_ALLGATHER : c;
 }
 static inline int orb_coll_rooted(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_ROOTED) != 0; }
 static inline int orb_coll_p2p(orb_coll_t c) { return (orb_coll_props(c) & ORB_COLL_P2P) != 0; }
@@ -159,6 +167,7 @@ static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
  * such cycle and need one slot whatever the slot size. */
 static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
 {
+    coll = orb_coll_planned_as(coll);
     int cyclic = (algo == ORB_ALGO_RING &&
                   (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
                    coll == ORB_COLL_REDUCE_SCATTER)) ||

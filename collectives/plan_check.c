@@ -198,7 +198,7 @@ static int call_sizes(const orb_plan_args_t *a, size_t *in, size_t *out)
 {
     const size_t cnt = a->count, all = a->count * (size_t)a->nranks;
     const int root = a->rank == a->root;
-    switch (a->coll) {
+    switch (orb_coll_planned_as(a->coll)) {
     case ORB_COLL_ALLREDUCE:      *in = cnt;              *out = cnt;              return 1;
     case ORB_COLL_BROADCAST:      *in = root ? cnt : 0;   *out = cnt;              return 1;
     case ORB_COLL_REDUCE:         *in = cnt;              *out = root ? cnt : 0;   return 1;
@@ -263,7 +263,7 @@ static void layout(const orb_plan_t *p, int inplace, size_t *mem_n, size_t *in_b
     *mem_n = in + out;
     if (!inplace || orb_plan_out_is_scratch(p))
         return;
-    switch (a->coll) {
+    switch (orb_coll_planned_as(a->coll)) {
     case ORB_COLL_ALLREDUCE:
     case ORB_COLL_BARRIER:
     case ORB_COLL_BROADCAST:
@@ -521,7 +521,7 @@ static int expected(const check_t *x, int r, size_t j, val_t *want)
     const size_t cnt = a->count;
     if (orb_plan_out_is_scratch(p))
         return 0;
-    switch (a->coll) {
+    switch (orb_coll_planned_as(a->coll)) {
     case ORB_COLL_ALLREDUCE:
     case ORB_COLL_BARRIER:
     case ORB_COLL_REDUCE:

@@ -87,6 +87,7 @@ static double hier_predict(const model_t *m, size_t count, size_t elem_size, int
 static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t elem_size, int nranks,
                            const orb_link_cost_t *link, size_t chunk_elems, int nchannels)
 {
+    coll = orb_coll_planned_as(coll);
     if (coll == ORB_COLL_BARRIER) {
         count = 1;
         elem_size = 1;
@@ -174,6 +175,7 @@ double orb_tuner_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t 
 
 const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
 {
+    coll = orb_coll_planned_as(coll);
     if (!orb_plan_algo_supported(coll, algo))
         return "no plan";
     switch (algo) {

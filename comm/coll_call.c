@@ -81,8 +81,9 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
     *out_count = out_n;
     size_t esz = orb_dtype_size(k->dtype);
     size_t maxn = in_n > out_n ? in_n : out_n;
-    size_t mult = (k->coll == ORB_COLL_GATHER || k->coll == ORB_COLL_ALLGATHER || k->coll == ORB_COLL_REDUCE_SCATTER ||
-                   k->coll == ORB_COLL_ALLTOALL || k->coll == ORB_COLL_SCATTER)
+    const orb_coll_t shape = orb_coll_planned_as(k->coll);
+    size_t mult = (shape == ORB_COLL_GATHER || shape == ORB_COLL_ALLGATHER || shape == ORB_COLL_REDUCE_SCATTER ||
+                   shape == ORB_COLL_ALLTOALL || shape == ORB_COLL_SCATTER)
                       ? (size_t)c->nranks
                       : 1;
     if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
@@ -100,7 +101,7 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
                              rooted && k->coll != ORB_COLL_SCATTER ? " (this rank is the root)" : "");
     const char *in = k->sendbuf, *out = k->recvbuf;
     int inplace_ok;
-    switch (k->coll) {
+    switch (shape) {
     case ORB_COLL_GATHER:
     case ORB_COLL_ALLGATHER: /* in place: sendbuf is this rank's slot of recvbuf */
         inplace_ok = out && in == out + (size_t)r * k->count * esz;

@@ -61,6 +61,9 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
  * or, inside orb_group_start/end, queue it. */
 orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream);
 
+/* Whether this thread is between orb_group_start and orb_group_end. */
+int orb_group_open(void);
+
 /* The host executor (coll_host.c): run calls p[0..n) of one communicator together. */
 orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n);
 

@@ -113,6 +113,8 @@ static _Thread_local int group_depth;
 static _Thread_local queued_t *group_q;
 static _Thread_local int group_n, group_cap;
 
+int orb_group_open(void) { return group_depth > 0; }
+
 orb_status_t orb_group_start(void)
 {
     group_depth++;

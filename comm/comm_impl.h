@@ -100,14 +100,21 @@ void orb_set_thread_error_fixed(const char *msg);
 /* The thread's error text (what orb_comm_last_error(NULL) returns). */
 char *orb_thread_error(void);
 
-/* Init in two phases, so that a split can build on its parent's bootstrap:
- * bootstrap: the settings, this rank's box and transport endpoints (their cards), the
- * rendezvous with every rank through id; build: map the boxes of this host's ranks, let each
+/* Init in two phases (orb_comm_start runs both):
+ * bootstrap: this rank's box and transport endpoints (their cards), the rendezvous with every
+ * rank through id; build: map the boxes of this host's ranks, let each
  * transport connect the peers it reaches first, order the ranks by topology, set the
  * executor up. Both leave err and return the status; comm_free undoes either. */
 orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen);
 orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen);
 void orb_comm_free(struct orb_comm *c);
+/* The per-communicator settings (channels, FIFO shape, timeout, signature checks) from the
+ * settings registry (core/param.h): what a new communicator starts with. A split's child
+ * takes its parent's instead (comm_split.c). */
+void orb_comm_settings_from_params(struct orb_comm *c);
+/* Bootstrap, build and register c (rank, nranks and the settings already set): the whole
+ * init from an id. On failure c is freed and err says why (never empty). */
+orb_status_t orb_comm_start(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen);
 /* The live-communicator registry: every call checks its handle against it. */
 int orb_comm_live_add(struct orb_comm *c);
 void orb_comm_live_remove(struct orb_comm *c);

@@ -82,10 +82,8 @@ static orb_status_t step_failed(orb_status_t st, char *err, size_t errlen, const
     return st;
 }
 
-orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)
+void orb_comm_settings_from_params(struct orb_comm *c)
 {
-    const int rank = c->rank, nranks = c->nranks;
-    err[0] = 0;
     c->nchannels = read_int_param(ORB_PARAM_NCHANNELS, 2, ORB_MAX_CHANNELS);
     c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* a FIFO needs 2 */
     c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
@@ -93,6 +91,12 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     if (c->timeout_s <= 0)
         c->timeout_s = 1e9;
     c->check_signatures = orb_param_num(ORB_PARAM_CHECK) != 0;
+}
+
+orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)
+{
+    const int rank = c->rank, nranks = c->nranks;
+    err[0] = 0;
     c->bs.root_fd = -1;
 
     orb_sockaddr_t root_addr;
@@ -256,6 +260,25 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     return ORB_OK;
 }
 
+orb_status_t orb_comm_start(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)
+{
+    orb_status_t st = orb_comm_bootstrap(c, id, err, errlen);
+    if (st == ORB_OK)
+        st = orb_comm_build(c, err, errlen);
+    if (st == ORB_OK && orb_comm_live_add(c) != 0)
+        st = step_failed(ORB_ERR_NO_MEMORY, err, errlen, "the registry of live communicators");
+    if (st != ORB_OK) {
+        if (!err[0])
+            snprintf(err, errlen, "%s", orb_strerror(st));
+        orb_comm_free(c);
+        return st;
+    }
+    c->magic = ORB_COMM_MAGIC;
+    ORB_INFO("communicator ready: %d ranks, %d channels x %u slots x %zu bytes of shared memory per peer", c->nranks,
+             c->nchannels, c->nslots, c->slot_bytes);
+    return ORB_OK;
+}
+
 orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id, int rank)
 {
     if (!out) {
@@ -279,20 +302,13 @@ orb_status_t orb_comm_init_rank(orb_comm_t *out, int nranks, orb_unique_id_t id,
     }
     c->rank = rank;
     c->nranks = nranks;
+    orb_comm_settings_from_params(c);
     char err[ORB_ERRMSG_BYTES] = "";
-    orb_status_t st = orb_comm_bootstrap(c, &id, err, sizeof err);
-    if (st == ORB_OK)
-        st = orb_comm_build(c, err, sizeof err);
-    if (st == ORB_OK && orb_comm_live_add(c) != 0)
-        st = step_failed(ORB_ERR_NO_MEMORY, err, sizeof err, "the registry of live communicators");
+    orb_status_t st = orb_comm_start(c, &id, err, sizeof err);
     if (st != ORB_OK) {
-        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err[0] ? err : orb_strerror(st));
-        orb_comm_free(c);
+        orb_set_thread_error("orb_comm_init_rank: rank %d: %s", rank, err);
         return st;
     }
-    c->magic = ORB_COMM_MAGIC;
-    ORB_INFO("communicator ready: %d ranks, %d channels x %u slots x %zu bytes of shared memory per peer", nranks,
-             c->nchannels, c->nslots, c->slot_bytes);
     *out = c;
     return ORB_OK;
 }

@@ -523,6 +523,15 @@ void orb_cuda_comm_bind_local_rank(struct orb_comm *c, int local_rank)
         s->local_rank = local_rank;
 }
 
+void orb_cuda_comm_inherit(struct orb_comm *child, struct orb_comm *parent)
+{
+    struct orb_cuda_state *p = orb_cuda_state_of(parent, 0), *s;
+    if (!p || !(s = orb_cuda_state_of(child, 1)))
+        return; /* a parent without a device path, or no memory: the child picks as a new comm does */
+    s->bound_device = p->device >= 0 ? p->device : p->bound_device;
+    s->local_rank = p->local_rank;
+}
+
 orb_status_t orb_cuda_comm_setup(struct orb_comm *c, char *err, size_t errlen)
 {
     struct orb_cuda_state *s = orb_cuda_state_of(c, 1);

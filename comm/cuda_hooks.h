@@ -22,6 +22,10 @@ orb_status_t orb_cuda_comm_init_device(struct orb_comm *c, int device, char *err
 void orb_cuda_comm_bind_local_rank(struct orb_comm *c, int local_rank);
 /* The device path's setup (also done lazily by the first device call of every rank). */
 orb_status_t orb_cuda_comm_setup(struct orb_comm *c, char *err, size_t errlen);
+/* orb_comm_split: the child uses its parent's device (the one bound or set up, and the
+ * LOCAL_RANK hint). Touches no CUDA: the child's device path is set up by its first device
+ * call, as after orb_comm_init_env. */
+void orb_cuda_comm_inherit(struct orb_comm *child, struct orb_comm *parent);
 /* orb_comm_abort: this rank's kernels stop, its peers' kernels stop waiting for it. */
 void orb_cuda_comm_abort(struct orb_comm *c);
 /* orb_comm_destroy, before the bootstrap and shared memory go: frees the device path. */
@@ -42,6 +46,7 @@ static inline orb_status_t orb_cuda_comm_setup(struct orb_comm *c, char *err, si
     (void)c, (void)err, (void)errlen;
     return ORB_ERR_UNSUPPORTED;
 }
+static inline void orb_cuda_comm_inherit(struct orb_comm *child, struct orb_comm *parent) { (void)child, (void)parent; }
 static inline void orb_cuda_comm_abort(struct orb_comm *c) { (void)c; }
 static inline void orb_cuda_comm_destroy(struct orb_comm *c) { (void)c; }
 static inline orb_status_t orb_cuda_async_error(struct orb_comm *c)

@@ -168,6 +168,9 @@ static void handles(orb_comm_t h, const char *kind, const char *arg)
     H("orb_barrier", orb_barrier(h));
     H("orb_send", orb_send(b, 4, ORB_FLOAT32, 0, h, NULL));
     H("orb_recv", orb_recv(b, 4, ORB_FLOAT32, 0, h, NULL));
+    orb_comm_t child;
+    H("orb_comm_split", orb_comm_split(h, 0, 0, &child));
+    H("orb_comm_dup", orb_comm_dup(h, &child));
 #undef H
     if (!orb_comm_last_error(h)) {
         failed++;
@@ -254,6 +257,10 @@ static void calls(void)
     CASE("send dtype", BAD, orb_send(b, 4, badt, 0, c, NULL), c, "orb_send", "dtype=");
     CASE("recv peer=5", BAD, orb_recv(b, 4, ORB_FLOAT32, 5, c, NULL), c, "orb_recv", "peer=5");
     CASE("recv dtype", BAD, orb_recv(b, 4, badt, 0, c, NULL), c, "orb_recv", "dtype=");
+    orb_comm_t child;
+    CASE("split newcomm NULL", BAD, orb_comm_split(c, 0, 0, NULL), c, "orb_comm_split", "newcomm");
+    CASE("split color=-2", BAD, orb_comm_split(c, -2, 0, &child), c, "orb_comm_split", "color=-2");
+    CASE("dup newcomm NULL", BAD, orb_comm_dup(c, NULL), c, "orb_comm_dup", "newcomm");
     CASE("group_end without start", BAD, orb_group_end(), NULL, "orb_group_end", "orb_group_start");
     CASE("abort comm NULL", BAD, orb_comm_abort(NULL), NULL, "orb_comm_abort", "comm");
 }

@@ -119,7 +119,7 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
     if (algo == ORB_ALGO_RING) {
         if (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER)
             return 2 * (n - 1) * R * alpha + 2 * (n - 1) / n * S / b + extra;
-        if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_REDUCE_SCATTER)
+        if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_REDUCE_SCATTER || coll == ORB_COLL_COMM_SPLIT)
             return (n - 1) * K * alpha + (n - 1) * S / b + extra;
         if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER)
             return ((n - 1) * K + n - 2) * hop + extra;
@@ -159,6 +159,7 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
         [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
         [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0},
         [ORB_COLL_ALLTOALL] = {0, 0, 1, 1}, [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
+        [ORB_COLL_COMM_SPLIT] = {1, 0, 0}, /* orb_comm_split's exchange: an all-gather */
     };
     size_t elems = (coll == ORB_COLL_BARRIER || count == 0) ? 1 : count;
     int chmax = elems < (size_t)maxch ? (int)elems : maxch;
