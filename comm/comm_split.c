@@ -51,7 +51,8 @@ static void inherit_settings(struct orb_comm *child, const struct orb_comm *pare
 static orb_status_t exchange(struct orb_comm *c, const char *fn, const char *what, const void *mine, void *all,
                              size_t count, orb_dtype_t dtype)
 {
-    orb_call_t k = {ORB_COLL_COMM_SPLIT, mine, all, count, dtype, ORB_SUM, 0};
+    orb_call_t k = {.coll = ORB_COLL_COMM_SPLIT, .sendbuf = mine, .recvbuf = all, .count = count, .dtype = dtype,
+                    .op = ORB_SUM};
     orb_status_t st = orb_coll_enter(c, &k, NULL);
     if (st != ORB_OK) {
         char why[ORB_ERRMSG_BYTES];
