@@ -78,4 +78,7 @@ orb_status_t orb_tree_reduce(orb_plan_t *plan);
 
 orb_status_t orb_hier_allreduce(orb_plan_t *plan);
 
+/* allreduce, reduce, reduce_scatter folded in rank order (deterministic mode) */
+orb_status_t orb_ordered_reduce(orb_plan_t *plan);
+
 #endif

@@ -66,6 +66,7 @@ typedef enum {
     ORB_ALGO_TREE,     /* double binary tree (allreduce), binary tree (broadcast, reduce) */
     ORB_ALGO_DIRECT,   /* point to point: send/recv, gather straight to root */
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
+    ORB_ALGO_ORDERED,  /* reductions folded in rank order, bitwise reproducible (ordered.c) */
     ORB_NUM_ALGOS
 } orb_algo_t;
 

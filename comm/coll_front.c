@@ -18,7 +18,7 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
     const orb_call_t *k = &p->a;
     /* a barrier moves one byte, whatever dtype it names */
     const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
-    p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op};
+    p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op, c->deterministic && orb_coll_reduces(k->coll)};
     const orb_plan_cache_entry_t *entry;
     char why[ORB_ERRMSG_BYTES / 2];
     why[0] = 0; /* not = "": that would clear all of it on every call */
