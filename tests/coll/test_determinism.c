@@ -151,7 +151,20 @@ static void default_mode_differs(void)
         passed++;
     printf("rank %d: default mode differs: ring vs tree in %d, ring vs rank order in %d of %zu elements\n", rank,
            ring_tree, ring_fold, count);
+    /* the same call shape again in deterministic mode: the plan cached for the default
+     * mode must not be taken */
     orb_comm_set_deterministic(comm, 1);
+    setenv("ORBIT_ALGO", "ring", 1);
+    if (orb_allreduce(in, ring, count, ORB_FLOAT32, ORB_SUM, comm, NULL) != ORB_OK)
+        fail("deterministic mode after the default: the call failed");
+    for (size_t i = 0; i < count; i++) {
+        float f;
+        fold_elem(&f, ORB_FLOAT32, ORB_SUM, i);
+        if (memcmp(&ring[i], &f, 4)) {
+            fail("deterministic mode after the default: a shape planned in the default mode kept its plan");
+            break;
+        }
+    }
     free(ring);
     free(tree);
     free(in);
