@@ -129,12 +129,13 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return -1; /* the exchange exists for two ranks only (the plan falls back to the ring) */
         return K * hop + chan;
     case ORB_ALGO_ORDERED: {
-        /* rank 1 takes the most: (2n-3)/n of the data folding, (n-1)/n more being sent the
-         * results (all-reduce; reduce: at the root); one message per shard of a round */
+        /* the last shard's chain fills over n-1 hops of a chunk; then rank 1 takes the most:
+         * (2n-3)/n of the data folding, (n-1)/n more being sent the results (all-reduce;
+         * reduce: at the root), one message per shard of a round */
         const double R = ceil_div(s, n * c);
         if (coll == ORB_COLL_REDUCE_SCATTER)
-            return (n - 1 + (2 * n - 3) * K) * a + (2 * n - 3) * S / b + chan;
-        return (n - 1 + (3 * n - 4) * R) * a + (3 * n - 4) / n * S / b + chan;
+            return (n - 1) * hop + (2 * n - 3) * K * a + (2 * n - 3) * S / b + chan;
+        return (n - 1) * hop + (3 * n - 4) * R * a + (3 * n - 4) / n * S / b + chan;
     }
     default:
         return -1;
@@ -196,8 +197,8 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
     case ORB_ALGO_ORDERED:
         if (coll == ORB_COLL_REDUCE_SCATTER)
-            return "(n-1 + (2n-3)*K)*alpha + (2n-3)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
-        return "(n-1 + (3n-4)*R)*alpha + (3n-4)/n*S/beta + (C-1)*alpha, R = ceil(S/(C*n*c))";
+            return "(n-1)*(alpha + C*c/beta) + (2n-3)*K*alpha + (2n-3)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
+        return "(n-1)*(alpha + C*c/beta) + (3n-4)*R*alpha + (3n-4)/n*S/beta + (C-1)*alpha, R = ceil(S/(C*n*c))";
     case ORB_ALGO_HIER:
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";

@@ -129,8 +129,8 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         return coll == ORB_COLL_ALLREDUCE ? (2 * d + (nch == 1 ? 4 : 3) * K) * hop + extra
                                           : 2 * (d + K - 1) * hop + extra;
     if (algo == ORB_ALGO_ORDERED) /* chains of n-1 hops; rank 1 takes (2n-3)/n folding, (n-1)/n results */
-        return coll == ORB_COLL_REDUCE_SCATTER ? (n - 1 + (2 * n - 3) * K) * alpha + (2 * n - 3) * S / b + extra
-                                               : (n - 1 + (3 * n - 4) * R) * alpha + (3 * n - 4) / n * S / b + extra;
+        return coll == ORB_COLL_REDUCE_SCATTER ? (n - 1) * hop + (2 * n - 3) * K * alpha + (2 * n - 3) * S / b + extra
+                                               : (n - 1) * hop + (3 * n - 4) * R * alpha + (3 * n - 4) / n * S / b + extra;
     /* direct */
     return coll == ORB_COLL_GATHER ? (n - 1) * K * hop + extra : K * hop + extra;
 }
