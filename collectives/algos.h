@@ -100,5 +100,7 @@ static inline int orb_bruck_blocks(int n, int k)
         m += (i >> k) & 1;
     return m;
 }
+/* allreduce, reduce, reduce_scatter folded in rank order (deterministic mode) */
+orb_status_t orb_ordered_reduce(orb_plan_t *plan);
 
 #endif

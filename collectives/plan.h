@@ -81,6 +81,7 @@ typedef enum {
                         * all-to-all as pairwise exchange */
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
     ORB_ALGO_BRUCK,    /* all-to-all in ceil(log2 n) rounds of packed blocks (small blocks) */
+    ORB_ALGO_ORDERED,  /* reductions folded in rank order, bitwise reproducible (ordered.c) */
     ORB_NUM_ALGOS
 } orb_algo_t;
 

@@ -37,6 +37,7 @@ typedef struct {
     int n;
     orb_plan_check_opts_t o;
     uint64_t full;
+    int ordered; /* ORB_ALGO_ORDERED plans: every reduction must extend a rank-order fold */
     fifo_t **fifos; /* [(sender * n + receiver) * ORB_MAX_CHANNELS + channel], made on first use */
     rank_mem_t *mem;
     lane_state_t *lanes; /* [rank * ORB_MAX_CHANNELS + channel] */
@@ -353,6 +354,15 @@ static void wake(check_t *x, int r, int c)
     x->queue[(x->qhead + x->qlen++) % cap] = r * ORB_MAX_CHANNELS + c;
 }
 
+/* Does op(acc, one) extend a rank-order fold? acc must be ranks 0..k-1 and one rank k
+ * alone. A set alone says nothing of its shape, but a value that only ever grew this way
+ * is the left fold x0, op(x0, x1), op(op(x0, x1), x2), ...: any other bracketing, such as
+ * op(x0, op(x1, x2)), combines a set that is not a prefix on the way. */
+static int in_rank_order(uint64_t acc, uint64_t one)
+{
+    return (acc & (acc + 1)) == 0 && one == acc + 1;
+}
+
 static orb_status_t reduce_val(check_t *x, int r, int c, size_t i, val_t a, val_t b, val_t *res)
 {
     char w[256], ta[128], tb[128];
@@ -362,6 +372,10 @@ static orb_status_t reduce_val(check_t *x, int r, int c, size_t i, val_t a, val_
                     a.idx != b.idx ? "different elements"
                     : (a.mask & b.mask) ? "a rank counted twice"
                                         : "a value already final");
+    if (x->ordered && !in_rank_order(a.mask, b.mask) && !in_rank_order(b.mask, a.mask))
+        return fail(x, "%s: adds %s to %s out of rank order (a deterministic plan computes "
+                       "op(op(op(x0, x1), x2)...) and nothing else)",
+                    where(x, r, c, i, w, sizeof w), val_text(b, tb, sizeof tb), val_text(a, ta, sizeof ta));
     *res = (val_t){a.mask | b.mask, a.idx, 0};
     return ORB_OK;
 }
@@ -623,6 +637,8 @@ orb_status_t orb_plan_check_plans(const orb_plan_t *plans, int nranks, const orb
     }
     x.o = *opts;
     x.full = nranks == 64 ? ~0ull : (1ull << nranks) - 1;
+    for (int r = 0; r < nranks; r++)
+        x.ordered |= plans[r].nlanes > 0 && plans[r].args.algo == ORB_ALGO_ORDERED;
     const size_t nlanes = (size_t)nranks * ORB_MAX_CHANNELS;
     x.fifos = calloc(nlanes * (size_t)nranks, sizeof *x.fifos);
     x.mem = calloc((size_t)nranks, sizeof *x.mem);

@@ -13,6 +13,8 @@
  *    offset outside in_count/out_count, more than chunk_elems elements;
  *  - a reduction combines different elements, overlapping rank sets or finished values, a
  *    POSTOP lands on a partial or finished value, or a step reads output never written;
+ *  - in ORB_ALGO_ORDERED plans, a reduction does anything but add rank k's own input to the
+ *    fold of ranks 0..k-1 (so (x0 + x1) + x2 passes and x0 + (x1 + x2) does not);
  *  - the ranks deadlock (the report names the stuck lanes and what each waits for);
  *  - a piece's size differs from what the receiver expects, or a FIFO is not empty at the
  *    end (a send nobody received);

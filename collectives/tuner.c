@@ -142,6 +142,15 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         }
         return t;
     }
+    case ORB_ALGO_ORDERED: {
+        /* the last shard's chain fills over n-1 hops of a chunk; then rank 1 takes the most:
+         * (2n-3)/n of the data folding, (n-1)/n more being sent the results (all-reduce;
+         * reduce: at the root), one message per shard of a round */
+        const double R = ceil_div(s, n * c);
+        if (coll == ORB_COLL_REDUCE_SCATTER)
+            return (n - 1) * hop + (2 * n - 3) * K * a + (2 * n - 3) * S / b + chan;
+        return (n - 1) * hop + (3 * n - 4) * R * a + (3 * n - 4) / n * S / b + chan;
+    }
     default:
         return -1;
     }
@@ -206,6 +215,10 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
     case ORB_ALGO_BRUCK:
         return "sum over rounds k < ceil(log2 n) of ceil(m_k*s/c_k)*(alpha + C*c_k/beta) + (C-1)*alpha, "
                "m_k = #{1 <= i < n: bit k of i}, c_k = min(c, m_k*s)";
+    case ORB_ALGO_ORDERED:
+        if (coll == ORB_COLL_REDUCE_SCATTER)
+            return "(n-1)*(alpha + C*c/beta) + (2n-3)*K*alpha + (2n-3)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
+        return "(n-1)*(alpha + C*c/beta) + (3n-4)*R*alpha + (3n-4)/n*S/beta + (C-1)*alpha, R = ceil(S/(C*n*c))";
     case ORB_ALGO_HIER:
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
@@ -232,11 +245,13 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
     return orb_tuner_choose_hosts(coll, count, elem_size, nranks, link, NULL, slot_bytes, max_channels, out);
 }
 
-orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
-                                    const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts,
-                                    size_t slot_bytes, int max_channels, orb_tuner_choice_t *out)
+/* det: the communicator is in deterministic mode. Reductions then have one algorithm,
+ * ORDERED; otherwise ORDERED is only taken when ORBIT_ALGO names it (it is never faster). */
+static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                           const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
+                           int max_channels, int det, orb_tuner_choice_t *out)
 {
-    static atomic_int warned_algo, warned_chunk;
+    static atomic_int warned_algo, warned_chunk, told_det;
     if ((unsigned)coll >= ORB_NUM_COLLS || elem_size == 0 || nranks < 1 || max_channels < 1 ||
         slot_bytes < elem_size || !out)
         return ORB_ERR_INVALID_ARG;
@@ -274,14 +289,18 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
     int forced = forced_algo(algo_env);
     const char *no_plan = "ORBIT_ALGO has no plan for this collective; ";
     if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
-        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck); the tuner decides",
-                 algo_env);
+        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck, ordered); the tuner "
+                 "decides", algo_env);
     else if (forced >= 0 && !orb_plan_algo_supported(coll, (orb_algo_t)forced))
         forced = -3; /* told per call in the reason: it depends on the collective */
     else if (forced == ORB_ALGO_HIER && m.per_host == 0) {
         forced = -3;
         no_plan = "ORBIT_ALGO=hier needs ranks on several hosts, as many on each; ";
     }
+    det = det && orb_coll_reduces(coll);
+    if (det && forced >= 0 && forced != ORB_ALGO_ORDERED && atomic_exchange(&told_det, 1) == 0)
+        ORB_INFO("ORBIT_ALGO=%s is ignored for reductions in deterministic mode: only the ordered plan adds in "
+                 "rank order", algo_env);
 
     /* no more channels than elements: an empty channel only adds its alpha */
     const size_t elems = coll == ORB_COLL_BARRIER || count == 0 ? 1 : count;
@@ -290,7 +309,8 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
     double runner_up = INFINITY;
     orb_algo_t runner_algo = ORB_NUM_ALGOS;
     for (int al = 0; al < ORB_NUM_ALGOS; al++) {
-        if (!orb_plan_algo_supported(coll, (orb_algo_t)al) || (forced >= 0 && al != forced))
+        if (!orb_plan_algo_supported(coll, (orb_algo_t)al) ||
+            (det ? al != ORB_ALGO_ORDERED : (forced >= 0 ? al != forced : al == ORB_ALGO_ORDERED)))
             continue;
         double algo_best = INFINITY;
         size_t algo_chunk = 0;
@@ -322,7 +342,10 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
         return ORB_ERR_UNSUPPORTED;
 
     int o;
-    if (forced >= 0)
+    if (det)
+        o = snprintf(best.reason, sizeof best.reason, "deterministic%s%s%s", forced >= 0 ? " (ORBIT_ALGO=" : "",
+                     forced >= 0 ? orb_algo_name((orb_algo_t)forced) : "", forced >= 0 ? " ignored)" : "");
+    else if (forced >= 0)
         o = snprintf(best.reason, sizeof best.reason, "ORBIT_ALGO=%s", orb_algo_name(best.algo));
     else if (runner_algo != ORB_NUM_ALGOS)
         o = snprintf(best.reason, sizeof best.reason, "%smodel: %s %.1f us < %s %.1f us",
@@ -340,4 +363,18 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
               best.nchannels, best.predicted_us, best.reason, orb_tuner_formula(coll, best.algo));
     *out = best;
     return ORB_OK;
+}
+
+orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                                    const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts,
+                                    size_t slot_bytes, int max_channels, orb_tuner_choice_t *out)
+{
+    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, max_channels, 0, out);
+}
+
+orb_status_t orb_tuner_choose_det(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                                  const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
+                                  int max_channels, int deterministic, orb_tuner_choice_t *out)
+{
+    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, max_channels, deterministic, out);
 }

@@ -27,6 +27,7 @@ typedef struct {
     /* alltoallv: its vectors (4 * nranks, c->vec while looked up) and their hash */
     const size_t *vec;
     uint64_t vhash;
+    int deterministic; /* reductions on a communicator in deterministic mode (else 0) */
 } orb_call_key_t;
 
 typedef struct {
@@ -47,6 +48,7 @@ struct orb_comm {
     size_t slot_bytes;
     double timeout_s;
     int check_signatures;
+    int deterministic; /* reductions in rank order (ORBIT_DETERMINISTIC, orb_comm_set_deterministic) */
     orb_bootstrap_t bs;
     char box_name[64];  /* this rank's shared-memory name prefix; its box goes by it */
     int box_linked;     /* the box's name is still in /dev/shm */

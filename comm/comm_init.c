@@ -91,6 +91,7 @@ void orb_comm_settings_from_params(struct orb_comm *c)
     if (c->timeout_s <= 0)
         c->timeout_s = 1e9;
     c->check_signatures = orb_param_num(ORB_PARAM_CHECK) != 0;
+    c->deterministic = orb_param_num(ORB_PARAM_DETERMINISTIC) != 0;
 }
 
 orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, char *err, size_t errlen)

@@ -62,3 +62,26 @@ orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error
         *async_error = orb_cuda_async_error(comm);
     return ORB_OK;
 }
+
+/* Read by the front end when it plans a call, so a change applies from the next call on. */
+orb_status_t orb_comm_set_deterministic(orb_comm_t comm, int on)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_set_deterministic");
+    if (st != ORB_OK)
+        return st;
+    comm->deterministic = on != 0;
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_get_deterministic(orb_comm_t comm, int *on)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_get_deterministic");
+    if (st != ORB_OK)
+        return st;
+    if (!on) {
+        orb_set_thread_error("orb_comm_get_deterministic: on (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *on = comm->deterministic;
+    return ORB_OK;
+}

@@ -44,7 +44,8 @@ static void inherit_settings(struct orb_comm *child, const struct orb_comm *pare
     child->timeout_s = parent->timeout_s;
     child->check_signatures = parent->check_signatures;
     child->local_rank = parent->local_rank; /* the process's place on its host, not the comm's */
-    /* per-communicator switches (orb_comm_set_*) go here */
+    /* per-communicator switches (orb_comm_set_*) */
+    child->deterministic = parent->deterministic;
 }
 
 /* One all-gather of ORB_COLL_COMM_SPLIT over the parent. */

@@ -17,12 +17,13 @@
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to its share of its NUMA node's cores (the whole node when it has more ranks than cores); 2: the whole node; 0: off")      \
     X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \
     X(IB_GID_INDEX, "ORBIT_IB_GID_INDEX", -1, "RoCE GID index to use (unset: the first RoCE v2 GID with an IPv4 address on an up interface)") \
-    X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)")
+    X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)") \
+    X(DETERMINISTIC, "ORBIT_DETERMINISTIC", 0, "1: all-reduce, reduce and reduce-scatter add in rank order, bitwise the same whatever algorithm, chunk, channels, ring or buffers (orb_comm_set_deterministic changes it per communicator); 0: the fastest plan")
 
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO (interface, topology and ring at init, each call's algorithm), TRACE")                     \
-    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier, bruck (empty: the tuner decides)")    \
+    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier, bruck, ordered (empty: the tuner decides; reductions in deterministic mode always run ordered)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it; empty: derived from MASTER_ADDR and MASTER_PORT)") \
     X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \
     X(NET, "ORBIT_NET", "", "transport between hosts: ib (RDMA verbs; init fails where it cannot work), tcp; empty: ib for pairs where both hosts have a working port and the connection test passes, else tcp") \
