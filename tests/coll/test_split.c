@@ -396,6 +396,9 @@ static void *init_all_rank(void *p)
               pc->timeout_s);
         CHECK(w->id, cc->check_signatures == pc->check_signatures, "the child checks signatures: %d, its parent: %d",
               cc->check_signatures, pc->check_signatures);
+        int det = -1;
+        orb_comm_get_deterministic(c.comm, &det);
+        CHECK(w->id, det == 1, "the child's deterministic mode is %d, its parent's 1", det);
     }
     known_t d = *w;
     orb_status_t st = orb_comm_dup(w->comm, &d.comm);
@@ -436,6 +439,8 @@ static int run_init_all(int n)
     setenv("ORBIT_SHM_SLOTS", "3", 1);
     setenv("ORBIT_TIMEOUT", "33", 1);
     setenv("ORBIT_CHECK", "0", 1);
+    for (int i = 0; i < n; i++) /* a per-communicator switch the registry (0) does not give */
+        orb_comm_set_deterministic(comms[i], 1);
     rank_arg_t args[MAXN];
     pthread_t th[MAXN];
     for (int i = 0; i < n; i++) {
