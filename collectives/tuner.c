@@ -296,6 +296,9 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     else if (forced == ORB_ALGO_HIER && m.per_host == 0) {
         forced = -3;
         no_plan = "ORBIT_ALGO=hier needs ranks on several hosts, as many on each; ";
+    } else if (forced >= 0 && model_predict(&m, coll, (orb_algo_t)forced, 1, elem_size, nranks, 1, 1) < 0) {
+        forced = -3; /* a plan, but not at this rank count (the direct all-reduce is for 2 ranks) */
+        no_plan = "ORBIT_ALGO has no plan for this collective at this rank count; ";
     }
     det = det && orb_coll_reduces(coll);
     if (det && forced >= 0 && forced != ORB_ALGO_ORDERED && atomic_exchange(&told_det, 1) == 0)

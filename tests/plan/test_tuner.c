@@ -386,6 +386,12 @@ static void overrides(void)
     CHECK(t.algo == ORB_ALGO_TREE, "ORBIT_ALGO=TREE: %s", orb_algo_name(t.algo));
     t = choose(ORB_COLL_ALLGATHER, 100, 4, 4, 262144, 2); /* no tree allgather: the model decides */
     CHECK(t.algo == ORB_ALGO_RING && strstr(t.reason, "no plan"), "tree allgather: %s", t.reason);
+    setenv("ORBIT_ALGO", "direct", 1); /* the exchange all-reduce is for 2 ranks: on 4 the model decides */
+    t = choose(ORB_COLL_ALLREDUCE, 100, 4, 4, 262144, 2);
+    CHECK(t.algo != ORB_ALGO_DIRECT && strstr(t.reason, "no plan"), "ORBIT_ALGO=direct, allreduce on 4: %s %s",
+          orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_ALLREDUCE, 100, 4, 2, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_DIRECT, "ORBIT_ALGO=direct, allreduce on 2: %s", orb_algo_name(t.algo));
     setenv("ORBIT_ALGO", "bogus", 1);
     t = choose(ORB_COLL_ALLREDUCE, 100, 4, 4, 262144, 2);
     CHECK(orb_plan_algo_supported(ORB_COLL_ALLREDUCE, t.algo), "ORBIT_ALGO=bogus");
