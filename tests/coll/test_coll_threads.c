@@ -2,7 +2,7 @@
  *   test_coll_threads -n N [test_coll flags: --coll, --quick, --seed, --algo]
  * The communicators come from orb_comm_init_all(comms, N, NULL); each rank is a thread that
  * runs test_coll.c's main, compiled in unchanged, its rank globals made per-thread through
- * the macros below (as tests/gpu/test_gpu_threads.c does for device buffers). Each thread
+ * thread_ranks.h (as in tests/gpu/test_gpu_threads.c, for device buffers). Each thread
  * judges its own rank; the process fails when any does. */
 #include <pthread.h>
 #include <stdio.h>
@@ -12,51 +12,11 @@
 
 #include "orbit.h"
 
-typedef struct {
-    int nranks, rank;
-    orb_comm_t comm;
-    long passed, failed, ran;
-} rank_vars_t;
-
-static _Thread_local rank_vars_t tv;
-static int *tl_nranks(void) { return &tv.nranks; }
-static int *tl_rank(void) { return &tv.rank; }
-static orb_comm_t *tl_comm(void) { return &tv.comm; }
-static long *tl_passed(void) { return &tv.passed; }
-static long *tl_failed(void) { return &tv.failed; }
-static long *tl_ran(void) { return &tv.ran; }
-
-/* the communicators exist already; main destroys them after every thread is done */
-static orb_status_t thread_init_env(orb_comm_t *c)
-{
-    *c = tv.comm;
-    return ORB_OK;
-}
-static orb_status_t thread_destroy(orb_comm_t c)
-{
-    (void)c;
-    return ORB_OK;
-}
-
-#define nranks (*tl_nranks())
-#define rank (*tl_rank())
-#define comm (*tl_comm())
-#define passed (*tl_passed())
-#define failed (*tl_failed())
-#define ran (*tl_ran())
-#define orb_comm_init_env thread_init_env
-#define orb_comm_destroy thread_destroy
+#include "thread_ranks.h"
 #define main test_coll_main
 #include "test_coll.c"
 #undef main
-#undef nranks
-#undef rank
-#undef comm
-#undef passed
-#undef failed
-#undef ran
-#undef orb_comm_init_env
-#undef orb_comm_destroy
+#include "thread_ranks_end.h"
 
 typedef struct {
     orb_comm_t comm;

@@ -6,7 +6,7 @@
  * rank r on GPU r modulo the count, several GPUs in one process). Each rank
  * is a thread that runs test_coll.c's main on its own stream, so the ranks' kernels run side
  * by side. test_coll.c is compiled in unchanged: its rank globals become per-thread through
- * the macros below and its orb_* calls go through the staging layer (stage.h). Exits 77
+ * thread_ranks.h and its orb_* calls go through the staging layer (stage.h). Exits 77
  * without a CUDA device. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -19,52 +19,12 @@
 #include "orbit.h"
 #include "stage.h"
 
-typedef struct {
-    int nranks, rank;
-    orb_comm_t comm;
-    long passed, failed, ran;
-} rank_vars_t;
-
-static _Thread_local rank_vars_t tv;
-static int *tl_nranks(void) { return &tv.nranks; }
-static int *tl_rank(void) { return &tv.rank; }
-static orb_comm_t *tl_comm(void) { return &tv.comm; }
-static long *tl_passed(void) { return &tv.passed; }
-static long *tl_failed(void) { return &tv.failed; }
-static long *tl_ran(void) { return &tv.ran; }
-
-/* the communicators exist already; main destroys them after every thread is done */
-static orb_status_t thread_init_env(orb_comm_t *c)
-{
-    *c = tv.comm;
-    return ORB_OK;
-}
-static orb_status_t thread_destroy(orb_comm_t c)
-{
-    (void)c;
-    return ORB_OK;
-}
-
-#define nranks (*tl_nranks())
-#define rank (*tl_rank())
-#define comm (*tl_comm())
-#define passed (*tl_passed())
-#define failed (*tl_failed())
-#define ran (*tl_ran())
-#define orb_comm_init_env thread_init_env
-#define orb_comm_destroy thread_destroy
+#include "thread_ranks.h"
 #include "stage_redirect.h"
 #define main test_coll_main
 #include "test_coll.c"
 #undef main
-#undef nranks
-#undef rank
-#undef comm
-#undef passed
-#undef failed
-#undef ran
-#undef orb_comm_init_env
-#undef orb_comm_destroy
+#include "thread_ranks_end.h"
 
 typedef struct {
     orb_comm_t comm;
