@@ -245,8 +245,9 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
     return orb_tuner_choose_hosts(coll, count, elem_size, nranks, link, NULL, slot_bytes, max_channels, out);
 }
 
-/* det: the communicator is in deterministic mode. Reductions then have one algorithm,
- * ORDERED; otherwise ORDERED is only taken when ORBIT_ALGO names it (it is never faster). */
+/* det: the communicator is in deterministic mode. Reductions on more than two ranks then
+ * have one algorithm, ORDERED; otherwise ORDERED is only taken when ORBIT_ALGO names it (it
+ * is never faster). */
 static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
                            const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
                            int max_channels, int det, orb_tuner_choice_t *out)
@@ -301,6 +302,11 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         no_plan = "ORBIT_ALGO has no plan for this collective at this rank count; ";
     }
     det = det && orb_coll_reduces(coll);
+    /* With one or two ranks every plan applies the op once per element, op(x0, x1), and the
+     * kernels' ops give the same bits whichever operand comes first: any plan is ordered. */
+    const int det_any = det && nranks <= 2;
+    if (det_any)
+        det = 0;
     if (det && forced >= 0 && forced != ORB_ALGO_ORDERED && atomic_exchange(&told_det, 1) == 0)
         ORB_INFO("ORBIT_ALGO=%s is ignored for reductions in deterministic mode: only the ordered plan adds in "
                  "rank order", algo_env);
@@ -345,7 +351,11 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         return ORB_ERR_UNSUPPORTED;
 
     int o;
-    if (det)
+    if (det_any)
+        o = snprintf(best.reason, sizeof best.reason,
+                     "deterministic on %d rank%s: any plan adds in rank order; %s %.1f us", nranks,
+                     nranks > 1 ? "s" : "", orb_algo_name(best.algo), best.predicted_us);
+    else if (det)
         o = snprintf(best.reason, sizeof best.reason, "deterministic%s%s%s", forced >= 0 ? " (ORBIT_ALGO=" : "",
                      forced >= 0 ? orb_algo_name((orb_algo_t)forced) : "", forced >= 0 ? " ignored)" : "");
     else if (forced >= 0)

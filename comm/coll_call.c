@@ -36,9 +36,10 @@ static orb_status_t validate_vectors(struct orb_comm *c, orb_call_t *k, size_t *
         for (int dir = 0; dir < 2; dir++) {
             const size_t cnt = c->vec[(size_t)(2 * dir) * n + j], dsp = c->vec[(size_t)(2 * dir + 1) * n + j];
             if (cnt > SIZE_MAX / esz || dsp > SIZE_MAX / esz - cnt)
-                return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s[%zu]=%zu + %s[%zu]=%zu elements of %s "
-                                                             "overflow the address space", fn, r, names[2 * dir], j, cnt,
-                                     names[2 * dir + 1], j, dsp, orb_dtype_name(k->dtype));
+                return orb_comm_fail(c, ORB_ERR_INVALID_ARG,
+                                     "%s: rank %d: %s[%zu]=%zu + %s[%zu]=%zu elements of %s overflow the address space",
+                                     fn, r, names[2 * dir], j, cnt, names[2 * dir + 1], j, dsp,
+                                     orb_dtype_name(k->dtype));
             maxc = cnt > maxc ? cnt : maxc;
         }
     if (c->vec[(size_t)r] != c->vec[2 * n + (size_t)r])
@@ -92,12 +93,13 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
     const int vector = orb_coll_vector(k->coll);
     if (in_n && !k->sendbuf)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but %s=%zu%s", fn, r,
-                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf", vector ? "the blocks reach element" : "count",
-                             vector ? in_n : k->count, k->coll == ORB_COLL_SCATTER ? " (this rank is the root)" : "");
+                             k->coll == ORB_COLL_SEND ? "buf" : "sendbuf",
+                             vector ? "the blocks reach element" : "count", vector ? in_n : k->count,
+                             k->coll == ORB_COLL_SCATTER ? " (this rank is the root)" : "");
     if (out_n && !k->recvbuf)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s is NULL but %s=%zu%s", fn, r,
-                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf", vector ? "the blocks reach element" : "count",
-                             vector ? out_n : k->count,
+                             k->coll == ORB_COLL_RECV ? "buf" : "recvbuf",
+                             vector ? "the blocks reach element" : "count", vector ? out_n : k->count,
                              rooted && k->coll != ORB_COLL_SCATTER ? " (this rank is the root)" : "");
     const char *in = k->sendbuf, *out = k->recvbuf;
     int inplace_ok;

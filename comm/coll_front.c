@@ -87,11 +87,13 @@ static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
             continue;
         char msg[ORB_ERRMSG_BYTES / 2];
         if (they_send != k->recvcounts[j])
-            snprintf(msg, sizeof msg, "orb_alltoallv: rank %d has recvcounts[%zu]=%zu but rank %zu has sendcounts[%d]=%zu: "
+            snprintf(msg, sizeof msg,
+                     "orb_alltoallv: rank %d has recvcounts[%zu]=%zu but rank %zu has sendcounts[%d]=%zu: "
                      "rank i's sendcounts[j] must equal rank j's recvcounts[i] on every pair",
                      c->rank, j, k->recvcounts[j], j, c->rank, they_send);
         else
-            snprintf(msg, sizeof msg, "orb_alltoallv: rank %d has sendcounts[%zu]=%zu but rank %zu has recvcounts[%d]=%zu: "
+            snprintf(msg, sizeof msg,
+                     "orb_alltoallv: rank %d has sendcounts[%zu]=%zu but rank %zu has recvcounts[%d]=%zu: "
                      "rank i's sendcounts[j] must equal rank j's recvcounts[i] on every pair",
                      c->rank, j, k->sendcounts[j], j, c->rank, they_expect);
         for (int q = 0; q < c->nranks; q++) /* the others would wait for this rank's blocks */

@@ -140,8 +140,9 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         return t;
     }
     if (algo == ORB_ALGO_ORDERED) /* chains of n-1 hops; rank 1 takes (2n-3)/n folding, (n-1)/n results */
-        return coll == ORB_COLL_REDUCE_SCATTER ? (n - 1) * hop + (2 * n - 3) * K * alpha + (2 * n - 3) * S / b + extra
-                                               : (n - 1) * hop + (3 * n - 4) * R * alpha + (3 * n - 4) / n * S / b + extra;
+        return coll == ORB_COLL_REDUCE_SCATTER
+                   ? (n - 1) * hop + (2 * n - 3) * K * alpha + (2 * n - 3) * S / b + extra
+                   : (n - 1) * hop + (3 * n - 4) * R * alpha + (3 * n - 4) / n * S / b + extra;
     /* direct */
     if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER) /* n-1 blocks through the root */
         return (n - 1) * K * hop + extra;
