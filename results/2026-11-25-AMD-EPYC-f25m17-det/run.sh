@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # alternating default / ORBIT_DETERMINISTIC=1 runs of allreduce_bench, raw rows kept
-cd /work/wt-det
-out=results/2026-11-25-AMD-EPYC-f25m17-det/raw.txt
+#   run.sh [NAME]   writes NAME (default raw.txt) here; rounds 1-2 ran from the det worktree,
+#                   rounds 3-4 as `run.sh raw-round3.txt` and `run.sh raw-round4.txt` on main
+cd "$(dirname "$0")/../.."
+out=results/2026-11-25-AMD-EPYC-f25m17-det/${1:-raw.txt}
 : > $out
 for n in 2 4; do
   for size in 8 1M 64M; do
