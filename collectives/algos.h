@@ -77,6 +77,7 @@ orb_status_t orb_tree_broadcast(orb_plan_t *plan);
 orb_status_t orb_tree_reduce(orb_plan_t *plan);
 
 orb_status_t orb_hier_allreduce(orb_plan_t *plan);
+orb_status_t orb_hier_alltoall(orb_plan_t *plan);
 
 orb_status_t orb_ring_scatter(orb_plan_t *plan);
 orb_status_t orb_direct_scatter(orb_plan_t *plan);

@@ -125,7 +125,8 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
         [ORB_COLL_SEND] = {[ORB_ALGO_DIRECT] = orb_direct_send},
         [ORB_COLL_RECV] = {[ORB_ALGO_DIRECT] = orb_direct_recv},
         [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce},
-        [ORB_COLL_ALLTOALL] = {[ORB_ALGO_DIRECT] = orb_direct_alltoall, [ORB_ALGO_BRUCK] = orb_bruck_alltoall},
+        [ORB_COLL_ALLTOALL] = {[ORB_ALGO_DIRECT] = orb_direct_alltoall, [ORB_ALGO_BRUCK] = orb_bruck_alltoall,
+                               [ORB_ALGO_HIER] = orb_hier_alltoall},
         [ORB_COLL_ALLTOALLV] = {[ORB_ALGO_DIRECT] = orb_direct_alltoallv},
         [ORB_COLL_SCATTER] = {[ORB_ALGO_RING] = orb_ring_scatter, [ORB_ALGO_DIRECT] = orb_direct_scatter},
     };

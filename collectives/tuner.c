@@ -66,12 +66,30 @@ static orb_status_t model_init(model_t *m, int nranks, const orb_link_cost_t *in
     return st;
 }
 
-/* Three phases in sequence per round of n chunks: 2H(L-1) intra steps and 2(H-1) inter
- * steps; each rank moves 2(L-1)/L S inside its host and 2(H-1)/H S/L across, the L ranks
- * of a host sharing its min(nics, L) inter-host links. */
-static double hier_predict(const model_t *m, size_t count, size_t elem_size, int nranks, size_t chunk_elems,
-                           int nchannels)
+/* All-to-all: L-1 exchanges inside the host of H blocks each (each cut into chunks), then
+ * H-1 across of L blocks in one message, the L ranks of a host sharing its inter-host links. */
+static double hier_alltoall_predict(const model_t *m, size_t count, size_t elem_size, size_t chunk_elems,
+                                    int nchannels)
 {
+    const double ai = m->intra.alpha_us, bi = m->intra.beta_gbps * 1e3;
+    const double ax = m->inter.alpha_us, bx = m->inter.beta_gbps * 1e3;
+    const double H = m->nhosts, L = m->per_host, C = nchannels, links = fmin(m->nics, L);
+    const double s = (double)count * (double)elem_size / C, ck = (double)chunk_elems * (double)elem_size;
+    if (s == 0)
+        return 0;
+    const double c1 = fmin(ck, s), c2 = fmin(ck, L * s);
+    return (L - 1) * H * ceil_div(s, c1) * (ai + C * c1 / bi) +
+           (H - 1) * ceil_div(L * s, c2) * (ax + C * c2 * L / (links * bx)) + (C - 1) * fmax(ai, ax);
+}
+
+/* All-reduce: three phases in sequence per round of n chunks: 2H(L-1) intra steps and
+ * 2(H-1) inter steps; each rank moves 2(L-1)/L S inside its host and 2(H-1)/H S/L across,
+ * the L ranks of a host sharing its min(nics, L) inter-host links. */
+static double hier_predict(const model_t *m, orb_coll_t coll, size_t count, size_t elem_size, int nranks,
+                           size_t chunk_elems, int nchannels)
+{
+    if (coll == ORB_COLL_ALLTOALL)
+        return hier_alltoall_predict(m, count, elem_size, chunk_elems, nchannels);
     const double ai = m->intra.alpha_us, bi = m->intra.beta_gbps * 1e3;
     const double ax = m->inter.alpha_us, bx = m->inter.beta_gbps * 1e3;
     const double H = m->nhosts, L = m->per_host, C = nchannels, n = nranks;
@@ -162,7 +180,7 @@ static double model_predict(const model_t *m, orb_coll_t coll, orb_algo_t algo, 
     if (!orb_plan_algo_supported(coll, algo) || nranks < 1 || nchannels < 1 || chunk_elems < 1)
         return -1;
     if (algo == ORB_ALGO_HIER)
-        return m->per_host > 0 ? hier_predict(m, count, elem_size, nranks, chunk_elems, nchannels) : -1;
+        return m->per_host > 0 ? hier_predict(m, coll, count, elem_size, nranks, chunk_elems, nchannels) : -1;
     return flat_predict(coll, algo, count, elem_size, nranks, &m->flat, chunk_elems, nchannels);
 }
 
@@ -220,6 +238,10 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
             return "(n-1)*(alpha + C*c/beta) + (2n-3)*K*alpha + (2n-3)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
         return "(n-1)*(alpha + C*c/beta) + (3n-4)*R*alpha + (3n-4)/n*S/beta + (C-1)*alpha, R = ceil(S/(C*n*c))";
     case ORB_ALGO_HIER:
+        if (coll == ORB_COLL_ALLTOALL)
+            return "(L-1)*H*ceil(s/c1)*(alpha_i + C*c1/beta_i) + (H-1)*ceil(L*s/c2)*(alpha_x + C*c2*L/(m*beta_x)) + "
+                   "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), c1 = min(c, s), "
+                   "c2 = min(c, L*s)";
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
     default:

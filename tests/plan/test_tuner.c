@@ -294,6 +294,11 @@ static void hosts(void)
     h4.nics = 2; /* two links per host: the inter-host term halves */
     p = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
     CHECK(fabs(p - 32.0) < 1e-9, "hier 2x2 on 2 nics predicted %g, want 32", p);
+    /* hier alltoall, 2x2, blocks of 4000 B, chunk 4000 B: inside (L-1)*H = 2 blocks of one
+     * chunk, 2*(1 + 4000/1000) = 10; across (H-1) = 1 message of L = 2 blocks in 2 chunks,
+     * 2*(10 + 4000*2/(2*500)) = 36 (two nics, shared by the host's 2 ranks) */
+    p = orb_tuner_predict_hosts(ORB_COLL_ALLTOALL, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
+    CHECK(fabs(p - 46.0) < 1e-9, "hier alltoall 2x2 predicted %g, want 46", p);
     /* flat algorithms pay the slow class: the ring as if every link were the inter-host one */
     /* alpha 10 us, beta 0.5 GB/s = 500 B/us, S = 4000 B, one round (R = ceil(4000/(4*4000))):
      * 2*3*1*10 + 2*3/4*4000/500 = 60 + 12 = 72 */
@@ -357,7 +362,7 @@ static void hosts(void)
               a.predicted_us == b.predicted_us,
           "one host differs from no hosts");
 
-    /* every collective on every even host split: a plan that exists, hier only for allreduce */
+    /* every collective on every even host split: a plan that exists, hier only for allreduce and alltoall */
     static const size_t counts[] = {0, 1, 1000, (size_t)1 << 22};
     for (int n = 2; n <= 64; n *= 2)
         for (int H = 2; H <= n; H *= 2) {
@@ -369,7 +374,7 @@ static void hosts(void)
                     orb_status_t st =
                         orb_tuner_choose_hosts((orb_coll_t)c, counts[k], 4, n, NULL, &hh, 262144, 4, &v);
                     CHECK(st == ORB_OK && orb_plan_algo_supported((orb_coll_t)c, v.algo) &&
-                              (v.algo != ORB_ALGO_HIER || c == ORB_COLL_ALLREDUCE) && v.predicted_us >= 0 &&
+                              (v.algo != ORB_ALGO_HIER || c == ORB_COLL_ALLREDUCE || c == ORB_COLL_ALLTOALL) && v.predicted_us >= 0 &&
                               v.nchannels >= 1 && v.nchannels <= 4,
                           "%s on %d hosts of %d: %s %s", orb_coll_name((orb_coll_t)c), H, n / H,
                           orb_status_name(st), orb_algo_name(v.algo));
