@@ -1,5 +1,6 @@
 /* The collective matrix, run as N real processes under orbitrun:
- *   orbitrun -n N -- test_coll [--coll NAME|all] [--algo ring|tree|auto] [--seed S] [--quick]
+ *   orbitrun -n N -- test_coll [--coll NAME[,NAME..]|all] [--skip NAME[,NAME..]] [--algo ring|tree|auto]
+ *                              [--seed S] [--quick]
  * Every rank builds every rank's input from (seed, rank, element), so the expected output is
  * computed here independently of orbit: integers exactly (with two's-complement wrap),
  * floats in double with a tolerance derived from the dtype and nranks. Inputs are multiples
@@ -523,13 +524,31 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
     free(outb);
 }
 
+/* Is name one of the comma-separated names in list? */
+static int listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *only = "all";
+    const char *only = "all", *skip = "";
     int quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--coll") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
+            skip = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc)
@@ -537,7 +556,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else {
-            fprintf(stderr, "usage: test_coll [--coll NAME|all] [--algo ring|tree] [--seed S] [--quick]\n");
+            fprintf(stderr, "usage: test_coll [--coll NAME[,NAME...]|all] [--skip NAME[,NAME...]] [--algo ring|tree] "
+                            "[--seed S] [--quick]\n");
             return 2;
         }
     }
@@ -555,7 +575,7 @@ int main(int argc, char **argv)
     long expected = 0;
     for (int pass = 0; pass < 2; pass++)
     for (int c = 0; c < C_COUNT; c++) {
-        if (strcmp(only, "all") && strcmp(only, coll_names[c]))
+        if ((strcmp(only, "all") && !listed(only, coll_names[c])) || listed(skip, coll_names[c]))
             continue;
         int roots[3] = {0, nranks - 1, nranks / 2};
         int nroots = (c == C_BCAST || c == C_REDUCE || c == C_GATHER || c == C_SCATTER) ? 3 : 1;
