@@ -168,7 +168,8 @@ static void check_refusals(void)
     CHECK(orb_plan_ranks_per_host(4, 2, ok, &L) == ORB_OK && L == 2, "ranks per host %d", L);
     CHECK(orb_plan_ranks_per_host(6, 3, uneven, &L) == ORB_ERR_UNSUPPORTED, "ranks per host of uneven hosts");
     for (int c = 0; c < ORB_NUM_COLLS; c++)
-        CHECK(orb_plan_algo_supported((orb_coll_t)c, ORB_ALGO_HIER) == (c == ORB_COLL_ALLREDUCE),
+        CHECK(orb_plan_algo_supported((orb_coll_t)c, ORB_ALGO_HIER) ==
+                  (c == ORB_COLL_ALLREDUCE || c == ORB_COLL_ALLTOALL),
               "hier %s plan", orb_coll_name((orb_coll_t)c));
     CHECK(strcmp(orb_algo_name(ORB_ALGO_HIER), "hier") == 0, "name %s", orb_algo_name(ORB_ALGO_HIER));
 }
