@@ -62,10 +62,11 @@ emulator() {
   bash scripts/build.sh build-emu -Dgpu_emu=true
   # reverse: a block's threads run last-first between barriers, so a read of what thread 0
   # wrote without a barrier in between sees stale data (forward and random: docs/gpu.md)
-  # The full matrices of process ranks run with the emulator's MPS model (kernels of different
-  # processes side by side: 25 s instead of 103 s at 4 ranks); every other GPU test, the quick
-  # matrices at 2-4 ranks among them, keeps the default model, where processes take turns on
-  # the device in time slices as on a GPU without MPS (docs/gpu.md).
+  # The matrices of process ranks (the full ones, and the quick ones of each protocol and of the
+  # tree) run with the emulator's MPS model (kernels of different processes side by side: 25 s
+  # instead of 103 s at 4 ranks); every other GPU test keeps the default model, where processes
+  # take turns on the device in time slices as on a GPU without MPS (docs/gpu.md): the
+  # blocking form's matrix, the schedulers' and the two-GPU tests among them.
   ORBIT_CUDA_EMU_ORDER=reverse meson test -C build-emu --no-rebuild --print-errorlogs --num-processes 1 --suite gpu \
     --no-suite gpu-full
   ORBIT_CUDA_EMU_ORDER=reverse ORBIT_CUDA_EMU_MPS=1 meson test -C build-emu --no-rebuild --print-errorlogs \
