@@ -46,6 +46,30 @@ static inline void orb_emit(orb_lane_t *lane, orb_status_t *st, orb_step_t s)
         *st = orb_lane_push(lane, &s);
 }
 
+/* A local copy of len elements cut into steps of at most chunk_elems; flags may hold
+ * ORB_STEP_DST_SCRATCH (dst in the plan's workspace). */
+static inline void orb_emit_copy(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, orb_buf_t src_buf,
+                                 size_t src, unsigned flags, size_t dst, size_t len)
+{
+    for (size_t b0 = 0; b0 < len; b0 += a->chunk_elems) {
+        size_t l = len - b0 < a->chunk_elems ? len - b0 : a->chunk_elems;
+        orb_emit(lane, st, orb_step_make(ORB_STEP_COPY, src_buf, -1, -1, src + b0, dst + b0, l, flags));
+    }
+}
+
+/* Trade len elements with peer, both sides alike: send a chunk from src_buf at src, then
+ * receive the peer's chunk into the workspace at dst (all-to-all's packed messages). */
+static inline void orb_emit_trade(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, int peer,
+                                  orb_buf_t src_buf, size_t src, size_t dst, size_t len)
+{
+    for (size_t b0 = 0; b0 < len; b0 += a->chunk_elems) {
+        size_t l = len - b0 < a->chunk_elems ? len - b0 : a->chunk_elems;
+        orb_emit(lane, st, orb_step_make(ORB_STEP_SEND, src_buf, peer, -1, src + b0, 0, l, 0));
+        orb_emit(lane, st,
+                 orb_step_make(ORB_STEP_RECV, ORB_BUF_OUTPUT, -1, peer, 0, dst + b0, l, ORB_STEP_DST_SCRATCH));
+    }
+}
+
 /* Rooted collectives (and the peer of send/recv) need a root inside the communicator. */
 static inline int orb_root_valid(const orb_plan_args_t *a)
 {

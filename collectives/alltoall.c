@@ -10,17 +10,6 @@
 
 #include "algos.h"
 
-/* Cuts a local copy of len elements into steps of at most chunk_elems. */
-static void copy_chunks(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, orb_buf_t src_buf,
-                        size_t src_off, int dst_scratch, size_t dst_off, size_t len)
-{
-    for (size_t b0 = 0; b0 < len; b0 += a->chunk_elems) {
-        size_t l = len - b0 < a->chunk_elems ? len - b0 : a->chunk_elems;
-        orb_emit(lane, st, orb_step_make(ORB_STEP_COPY, src_buf, -1, -1, src_off + b0, dst_off + b0, l,
-                                         dst_scratch ? ORB_STEP_DST_SCRATCH : 0));
-    }
-}
-
 /* Counts and displacements of one rank, as orb_plan_args_t.vec lays them out. */
 typedef struct {
     const size_t *scount, *sdispl, *rcount, *rdispl;
@@ -155,9 +144,11 @@ orb_status_t orb_bruck_alltoall(orb_plan_t *plan)
                 if (!(i & dist))
                     continue;
                 if (i & (dist - 1)) /* moved in an earlier round: in the work area */
-                    copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, 1, pack + m * w, w);
+                    orb_emit_copy(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, ORB_STEP_DST_SCRATCH,
+                                  pack + m * w, w);
                 else /* still the input's block for rank r + i */
-                    copy_chunks(a, lane, &st, ORB_BUF_INPUT, (size_t)((r + i) % n) * cnt + cb, 1, pack + m * w, w);
+                    orb_emit_copy(a, lane, &st, ORB_BUF_INPUT, (size_t)((r + i) % n) * cnt + cb, ORB_STEP_DST_SCRATCH,
+                                  pack + m * w, w);
                 m++;
             }
             for (size_t b0 = 0; b0 < m * w; b0 += a->chunk_elems) { /* send a chunk, then take one */
@@ -169,11 +160,12 @@ orb_status_t orb_bruck_alltoall(orb_plan_t *plan)
             m = 0;
             for (int i = 1; i < n; i++)
                 if (i & dist)
-                    copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, unpack + (m++) * w, 1, (size_t)i * cnt + cb, w);
+                    orb_emit_copy(a, lane, &st, ORB_BUF_SCRATCH, unpack + (m++) * w, ORB_STEP_DST_SCRATCH,
+                                  (size_t)i * cnt + cb, w);
         }
-        copy_chunks(a, lane, &st, ORB_BUF_INPUT, (size_t)r * cnt + cb, 0, (size_t)r * cnt + cb, w);
+        orb_emit_copy(a, lane, &st, ORB_BUF_INPUT, (size_t)r * cnt + cb, 0, (size_t)r * cnt + cb, w);
         for (int i = 1; i < n; i++)
-            copy_chunks(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, 0, (size_t)((r - i + n) % n) * cnt + cb,
+            orb_emit_copy(a, lane, &st, ORB_BUF_SCRATCH, (size_t)i * cnt + cb, 0, (size_t)((r - i + n) % n) * cnt + cb,
                         w);
     }
     return st;

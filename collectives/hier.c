@@ -206,27 +206,6 @@ orb_status_t orb_hier_allreduce(orb_plan_t *plan)
  * incoming messages, 2n blocks, a channel's share of every block side by side (its messages
  * contiguous). The input is read only in phase 1 and the output written only in phase 2, so
  * in place needs no care. */
-static void copy_w(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, orb_buf_t src_buf, size_t src,
-                   unsigned flags, size_t dst, size_t w)
-{
-    for (size_t b0 = 0; b0 < w; b0 += a->chunk_elems) {
-        size_t l = w - b0 < a->chunk_elems ? w - b0 : a->chunk_elems;
-        orb_emit(lane, st, orb_step_make(ORB_STEP_COPY, src_buf, -1, -1, src + b0, dst + b0, l, flags));
-    }
-}
-
-/* Send w elements from src_buf at src to peer while receiving w into the workspace at dst,
- * chunk by chunk, send first (both sides cut the same way). */
-static void trade_w(const orb_plan_args_t *a, orb_lane_t *lane, orb_status_t *st, int peer, orb_buf_t src_buf,
-                    size_t src, size_t dst, size_t w)
-{
-    for (size_t b0 = 0; b0 < w; b0 += a->chunk_elems) {
-        size_t l = w - b0 < a->chunk_elems ? w - b0 : a->chunk_elems;
-        orb_emit(lane, st, orb_step_make(ORB_STEP_SEND, src_buf, peer, -1, src + b0, 0, l, 0));
-        orb_emit(lane, st, orb_step_make(ORB_STEP_RECV, ORB_BUF_OUTPUT, -1, peer, 0, dst + b0, l, ORB_STEP_DST_SCRATCH));
-    }
-}
-
 orb_status_t orb_hier_alltoall(orb_plan_t *plan)
 {
     const orb_plan_args_t *a = &plan->args;
@@ -250,21 +229,21 @@ orb_status_t orb_hier_alltoall(orb_plan_t *plan)
                 const size_t src = (size_t)local_rank(a, g, j) * cnt + cb; /* my block for (g, j) */
                 const size_t dst = stage + (size_t)(g * L + j) * w;          /* (h, j)'s block for (g, i) */
                 if (j == li)
-                    copy_w(a, lane, &st, ORB_BUF_INPUT, src, ORB_STEP_DST_SCRATCH, dst, w);
+                    orb_emit_copy(a, lane, &st, ORB_BUF_INPUT, src, ORB_STEP_DST_SCRATCH, dst, w);
                 else
-                    trade_w(a, lane, &st, peer, ORB_BUF_INPUT, src, dst, w);
+                    orb_emit_trade(a, lane, &st, peer, ORB_BUF_INPUT, src, dst, w);
             }
         }
         for (int k = 0; k < H; k++) { /* phase 2: across hosts, one message of L blocks each way */
             const int g = ((k - me) % H + H) % H, peer = local_rank(a, g, li);
             size_t from = stage + (size_t)g * (size_t)L * w;
             if (g != me) {
-                trade_w(a, lane, &st, peer, ORB_BUF_SCRATCH, from, incoming + (size_t)g * (size_t)L * w,
+                orb_emit_trade(a, lane, &st, peer, ORB_BUF_SCRATCH, from, incoming + (size_t)g * (size_t)L * w,
                         (size_t)L * w);
                 from = incoming + (size_t)g * (size_t)L * w;
             }
             for (int j = 0; j < L; j++) /* (g, j)'s block for me */
-                copy_w(a, lane, &st, ORB_BUF_SCRATCH, from + (size_t)j * w, 0,
+                orb_emit_copy(a, lane, &st, ORB_BUF_SCRATCH, from + (size_t)j * w, 0,
                        (size_t)local_rank(a, g, j) * cnt + cb, w);
         }
     }
