@@ -18,16 +18,19 @@ void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len)
 {
     orb_coll_t coll = (orb_coll_t)sig->coll;
     int rooted = orb_coll_rooted(coll), reduces = orb_coll_reduces(coll), p2p = orb_coll_p2p(coll);
-    int n = snprintf(buf, len, "%s #%llu (count %llu, %s", orb_coll_name(coll), (unsigned long long)sig->seq,
-                     (unsigned long long)sig->count, orb_dtype_name((orb_dtype_t)sig->dtype));
+    /* a send and its recv carry one signature: the sender's rank, and the tag where a
+     * collective has its sequence number */
+    int n = p2p ? snprintf(buf, len, "send/recv from rank %d (tag %llu, count %llu, %s", sig->root,
+                           (unsigned long long)sig->seq, (unsigned long long)sig->count,
+                           orb_dtype_name((orb_dtype_t)sig->dtype))
+                : snprintf(buf, len, "%s #%llu (count %llu, %s", orb_coll_name(coll), (unsigned long long)sig->seq,
+                           (unsigned long long)sig->count, orb_dtype_name((orb_dtype_t)sig->dtype));
     if (n < 0 || (size_t)n >= len)
         return;
     if (reduces)
         n += snprintf(buf + n, len - (size_t)n, ", %s", orb_op_name((orb_op_t)sig->op));
     if (rooted && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, ", root %d", sig->root);
-    if (p2p && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, ", peer %d", sig->root);
     if ((size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ")");
 }

@@ -57,19 +57,31 @@ orb_status_t orb_barrier(orb_comm_t comm)
     return orb_coll_enter(comm, &k, NULL);
 }
 
+orb_status_t orb_send_tagged(const void *buf, size_t count, orb_dtype_t dtype, int peer, uint32_t tag,
+                             orb_comm_t comm, orb_stream_t stream)
+{
+    orb_call_t k = {.coll = ORB_COLL_SEND, .sendbuf = buf, .recvbuf = NULL, .count = count, .dtype = dtype,
+                     .op = ORB_SUM, .root = peer, .tag = tag};
+    return orb_coll_enter(comm, &k, stream);
+}
+
+orb_status_t orb_recv_tagged(void *buf, size_t count, orb_dtype_t dtype, int peer, uint32_t tag, orb_comm_t comm,
+                             orb_stream_t stream)
+{
+    orb_call_t k = {.coll = ORB_COLL_RECV, .sendbuf = NULL, .recvbuf = buf, .count = count, .dtype = dtype,
+                     .op = ORB_SUM, .root = peer, .tag = tag};
+    return orb_coll_enter(comm, &k, stream);
+}
+
 orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                       orb_stream_t stream)
 {
-    orb_call_t k = {.coll = ORB_COLL_SEND, .sendbuf = buf, .recvbuf = NULL, .count = count, .dtype = dtype,
-                     .op = ORB_SUM, .root = peer};
-    return orb_coll_enter(comm, &k, stream);
+    return orb_send_tagged(buf, count, dtype, peer, 0, comm, stream);
 }
 
 orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm, orb_stream_t stream)
 {
-    orb_call_t k = {.coll = ORB_COLL_RECV, .sendbuf = NULL, .recvbuf = buf, .count = count, .dtype = dtype,
-                     .op = ORB_SUM, .root = peer};
-    return orb_coll_enter(comm, &k, stream);
+    return orb_recv_tagged(buf, count, dtype, peer, 0, comm, stream);
 }
 
 orb_status_t orb_alltoall(const void *sendbuf, void *recvbuf, size_t count, orb_dtype_t dtype, orb_comm_t comm,

@@ -143,7 +143,7 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
     sig->op = (uint32_t)k->op;
     if (p2p) { /* not collective: no shared sequence; send and recv both carry the sender */
         sig->coll = ORB_COLL_SEND;
-        sig->seq = 0;
+        sig->seq = k->tag;
         sig->root = k->coll == ORB_COLL_SEND ? c->rank : k->root;
     } else {
         sig->coll = (uint32_t)k->coll;

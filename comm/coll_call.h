@@ -19,6 +19,7 @@ typedef struct {
     orb_dtype_t dtype;
     orb_op_t op;
     int root; /* or peer */
+    uint32_t tag; /* send / recv: checked against the peer's, carried as the signature's seq */
     /* alltoallv: the user's vectors (nranks each), read during the call only */
     const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
 } orb_call_t;

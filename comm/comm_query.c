@@ -85,3 +85,31 @@ orb_status_t orb_comm_get_deterministic(orb_comm_t comm, int *on)
     *on = comm->deterministic;
     return ORB_OK;
 }
+
+/* The host executor reads its copy in c->env; the device path reads c->timeout_s. */
+orb_status_t orb_comm_set_timeout(orb_comm_t comm, double seconds)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_set_timeout");
+    if (st != ORB_OK)
+        return st;
+    if (seconds != seconds) {
+        orb_set_thread_error("orb_comm_set_timeout: seconds is NaN; pass a number of seconds (0 or less: never)");
+        return ORB_ERR_INVALID_ARG;
+    }
+    comm->timeout_s = seconds > 0 ? seconds : 1e9;
+    comm->env.timeout_s = comm->timeout_s;
+    return ORB_OK;
+}
+
+orb_status_t orb_comm_get_timeout(orb_comm_t comm, double *seconds)
+{
+    orb_status_t st = orb_comm_check_handle(comm, "orb_comm_get_timeout");
+    if (st != ORB_OK)
+        return st;
+    if (!seconds) {
+        orb_set_thread_error("orb_comm_get_timeout: seconds (the output pointer) is NULL");
+        return ORB_ERR_INVALID_ARG;
+    }
+    *seconds = comm->timeout_s >= 1e9 ? 0 : comm->timeout_s;
+    return ORB_OK;
+}

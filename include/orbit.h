@@ -112,6 +112,10 @@ orb_status_t orb_comm_dup(orb_comm_t comm, orb_comm_t *newcomm);
  * before its next collective. */
 orb_status_t orb_comm_set_deterministic(orb_comm_t comm, int on);
 orb_status_t orb_comm_get_deterministic(orb_comm_t comm, int *on);
+/* Seconds a call on comm may wait without progress before it fails with ORB_ERR_TIMEOUT
+ * (default ORBIT_TIMEOUT; 0 or less: never). Local to this rank; a split or dup inherits it. */
+orb_status_t orb_comm_set_timeout(orb_comm_t comm, double seconds);
+orb_status_t orb_comm_get_timeout(orb_comm_t comm, double *seconds);
 /* Detail of the last failed call on comm ("" if none). Never NULL. */
 const char *orb_comm_last_error(orb_comm_t comm);
 /* An error raised in the background (peer lost, abort), ORB_OK if none. */
@@ -155,6 +159,14 @@ orb_status_t orb_send(const void *buf, size_t count, orb_dtype_t dtype, int peer
                       orb_stream_t stream);
 orb_status_t orb_recv(void *buf, size_t count, orb_dtype_t dtype, int peer, orb_comm_t comm,
                       orb_stream_t stream);
+/* Send and recv with a tag (orb_send/orb_recv use tag 0), as torch.distributed's and MPI's.
+ * Messages between two ranks still pair up in the order they are posted: the tag does not
+ * pick among waiting messages, it is checked, so a recv whose tag (or count, or dtype)
+ * differs from the send it meets fails on both ranks with ORB_ERR_MISMATCH naming both. */
+orb_status_t orb_send_tagged(const void *buf, size_t count, orb_dtype_t dtype, int peer, uint32_t tag,
+                             orb_comm_t comm, orb_stream_t stream);
+orb_status_t orb_recv_tagged(void *buf, size_t count, orb_dtype_t dtype, int peer, uint32_t tag,
+                             orb_comm_t comm, orb_stream_t stream);
 
 /* Calls between start and end are queued and progress together at end (for example a
  * send and a recv that would deadlock one after the other, or many small all-reduces).

@@ -168,6 +168,11 @@ static void handles(orb_comm_t h, const char *kind, const char *arg)
     H("orb_barrier", orb_barrier(h));
     H("orb_send", orb_send(b, 4, ORB_FLOAT32, 0, h, NULL));
     H("orb_recv", orb_recv(b, 4, ORB_FLOAT32, 0, h, NULL));
+    H("orb_send", orb_send_tagged(b, 4, ORB_FLOAT32, 0, 7, h, NULL));
+    H("orb_recv", orb_recv_tagged(b, 4, ORB_FLOAT32, 0, 7, h, NULL));
+    double secs;
+    H("orb_comm_set_timeout", orb_comm_set_timeout(h, 1.0));
+    H("orb_comm_get_timeout", orb_comm_get_timeout(h, &secs));
     orb_comm_t child;
     H("orb_comm_split", orb_comm_split(h, 0, 0, &child));
     H("orb_comm_dup", orb_comm_dup(h, &child));
@@ -190,6 +195,8 @@ static void calls(void)
     CASE("size out NULL", BAD, orb_comm_size(c, NULL), NULL, "orb_comm_size", "size");
     CASE("async_error out NULL", BAD, orb_comm_get_async_error(c, NULL), NULL, "orb_comm_get_async_error",
          "async_error");
+    CASE("get_timeout out NULL", BAD, orb_comm_get_timeout(c, NULL), NULL, "orb_comm_get_timeout", "seconds");
+    CASE("set_timeout NaN", BAD, orb_comm_set_timeout(c, 0.0 / 0.0), NULL, "orb_comm_set_timeout", "NaN");
 
     CASE("allreduce sendbuf NULL", BAD, orb_allreduce(NULL, o, 4, ORB_FLOAT32, ORB_SUM, c, NULL), c, "orb_allreduce",
          "sendbuf");

@@ -46,6 +46,106 @@ static void *init_thread(void *p)
     return NULL;
 }
 
+/* Two ranks as threads, for the tag and timeout cases. */
+typedef struct {
+    orb_comm_t comm;
+    int rank;
+    orb_status_t st[3];
+    char msg[3][1600];
+    float data[4];
+} pair_arg_t;
+
+static void *tags_thread(void *p)
+{
+    pair_arg_t *a = p;
+    float mine[4] = {1.5f, -2.0f, 3.25f, 8.0f};
+    if (a->rank == 0) {
+        a->st[0] = orb_send_tagged(mine, 4, ORB_FLOAT32, 1, 5, a->comm, NULL);
+        /* a small send is eager: it completes before rank 1 looks at it; the verdict reaches
+         * this rank as rank 1's posted error, which its next call returns */
+        a->st[1] = orb_send_tagged(mine, 4, ORB_FLOAT32, 1, 7, a->comm, NULL);
+        if (a->st[1] == ORB_OK)
+            a->st[1] = orb_barrier(a->comm);
+    } else {
+        a->st[0] = orb_recv_tagged(a->data, 4, ORB_FLOAT32, 0, 5, a->comm, NULL);
+        a->st[1] = orb_recv_tagged(a->data, 4, ORB_FLOAT32, 0, 8, a->comm, NULL);
+    }
+    snprintf(a->msg[1], sizeof a->msg[1], "%s", orb_comm_last_error(a->comm));
+    return NULL;
+}
+
+static void *timeout_thread(void *p)
+{
+    pair_arg_t *a = p;
+    if (a->rank == 0) { /* rank 1 never sends: the recv must give up after the comm's timeout */
+        a->st[0] = orb_comm_set_timeout(a->comm, 0.5);
+        double t = 0;
+        a->st[1] = orb_comm_get_timeout(a->comm, &t);
+        a->data[0] = (float)t;
+        a->st[2] = orb_recv(a->data + 1, 1, ORB_FLOAT32, 1, a->comm, NULL);
+        snprintf(a->msg[2], sizeof a->msg[2], "%s", orb_comm_last_error(a->comm));
+    }
+    return NULL;
+}
+
+/* Start a two-rank communicator (threads), run fn on both ranks, leave results in a[]. */
+static int run_pair(void *(*fn)(void *), pair_arg_t a[2])
+{
+    init_arg_t in[2];
+    pthread_t t[2];
+    orb_unique_id_t id;
+    if (orb_get_unique_id(&id) != ORB_OK)
+        return -1;
+    for (int r = 0; r < 2; r++) {
+        in[r] = (init_arg_t){.id = id, .nranks = 2, .rank = r};
+        pthread_create(&t[r], NULL, init_thread, &in[r]);
+    }
+    for (int r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    if (in[0].st != ORB_OK || in[1].st != ORB_OK) {
+        fprintf(stderr, "FAIL two-rank init: %s / %s\n", in[0].err, in[1].err);
+        return -1;
+    }
+    for (int r = 0; r < 2; r++) {
+        memset(&a[r], 0, sizeof a[r]);
+        a[r].comm = in[r].comm;
+        a[r].rank = r;
+        pthread_create(&t[r], NULL, fn, &a[r]);
+    }
+    for (int r = 0; r < 2; r++)
+        pthread_join(t[r], NULL);
+    for (int r = 0; r < 2; r++)
+        orb_comm_destroy(a[r].comm);
+    return 0;
+}
+
+static void tags_and_timeout(void)
+{
+    pair_arg_t a[2];
+    if (run_pair(tags_thread, a) == 0) {
+        expect("tagged send", a[0].st[0], ORB_OK, NULL, NULL);
+        expect("tagged recv", a[1].st[0], ORB_OK, NULL, NULL);
+        if (a[1].data[0] != 1.5f || a[1].data[3] != 8.0f) {
+            failed++;
+            fprintf(stderr, "FAIL tagged recv data: %g %g\n", a[1].data[0], a[1].data[3]);
+        }
+        /* each side names the other's tag */
+        expect("tag mismatch, sender", a[0].st[1], ORB_ERR_MISMATCH, a[0].msg[1], "tag 8");
+        expect("tag mismatch, receiver", a[1].st[1], ORB_ERR_MISMATCH, a[1].msg[1], "tag 7");
+    } else
+        failed++;
+    if (run_pair(timeout_thread, a) == 0) {
+        expect("set_timeout", a[0].st[0], ORB_OK, NULL, NULL);
+        expect("get_timeout", a[0].st[1], ORB_OK, NULL, NULL);
+        if (a[0].data[0] != 0.5f) {
+            failed++;
+            fprintf(stderr, "FAIL get_timeout gave %g, want 0.5\n", a[0].data[0]);
+        }
+        expect("recv past the comm's timeout", a[0].st[2], ORB_ERR_TIMEOUT, a[0].msg[2], "rank 1");
+    } else
+        failed++;
+}
+
 int main(void)
 {
     orb_comm_t comm = NULL;
@@ -150,6 +250,7 @@ int main(void)
     orb_comm_destroy(comm);
     expect("use after destroy", orb_comm_rank(comm, &r), ORB_ERR_INVALID_ARG, orb_comm_last_error(NULL), "destroy");
     expect("destroy twice", orb_comm_destroy(comm), ORB_ERR_INVALID_ARG, orb_comm_last_error(NULL), "destroy");
+    tags_and_timeout();
     expect("strerror", ORB_OK, ORB_OK, orb_strerror(ORB_ERR_TIMEOUT), "timed out");
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
