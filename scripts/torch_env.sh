@@ -34,13 +34,18 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.orbit-requirements" 2>/dev/nu
   echo "$want" > "$venv/.orbit-requirements"
 fi
 
-# orbit_torch: rebuilt when its sources or liborbit changed
-stamp=$(cat python/setup.py python/orbit_torch/*.py python/orbit_torch/csrc/* "$build/liborbit.so" include/orbit.h |
-        sha256sum | cut -c1-16)
+# orbit_torch: compiled again only when its sources or orbit.h changed; a new liborbit.so
+# (every fresh clone builds one) is copied into the installed package, since the extension
+# depends on the library's interface only
+stamp=$(cat python/setup.py python/orbit_torch/*.py python/orbit_torch/csrc/* include/orbit.h | sha256sum | cut -c1-16)
 if [ "$(cat "$venv/.orbit-torch-build" 2>/dev/null)" != "$stamp" ]; then
   log "building orbit_torch against $("$venv/bin/python" -c 'import torch; print("torch", torch.__version__)') and $build/liborbit.so"
   ORBIT_BUILD=$build "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
     --force-reinstall --no-deps "$root/python" >&2
   echo "$stamp" > "$venv/.orbit-torch-build"
 fi
+pkg=$("$venv/bin/python" -c 'import importlib.util as u, os; print(os.path.dirname(u.find_spec("orbit_torch").origin))')
+lib=$(readlink -f "$build/liborbit.so")
+# a new file renamed over the old one: a running process keeps the copy it mapped
+cmp -s "$lib" "$pkg/liborbit.so.0" || { cp "$lib" "$pkg/.liborbit.so.0.new" && mv -f "$pkg/.liborbit.so.0.new" "$pkg/liborbit.so.0"; }
 echo "$venv/bin/python"
