@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Quick-start command 2: build and run the tests.
 #   1. the full suite on a -Werror build (meson test; `ctest --test-dir build` runs the same list)
+#   1b. the torch.distributed backend (python/tests, pytest): every operation against Gloo in
+#      the same job, DDP training against Gloo, the error cases; in the venv that
+#      scripts/torch_env.sh makes (skipped, 77, only where pip cannot install torch)
 #   2. the GPU tests and CUDA kernel tests on the CPU emulator of the device path
 #      (tools/cuda_emu, -Dgpu_emu=true): no GPU here, so this is where they run in CI
 #   2b. the quick suite again on one CPU (taskset -c 0): no test may assume two cores or an
@@ -55,6 +58,11 @@ ib_vm() {
     return 77
   fi
 }
+torch_suite() {
+  local py
+  py=$(bash scripts/torch_env.sh) || return $?
+  ORBIT_TORCH_PYTHON=$py bash python/tests/run.sh
+}
 one_cpu() {
   taskset -c 0 meson test -C build --no-rebuild --print-errorlogs --num-processes 1 --suite quick
 }
@@ -98,6 +106,7 @@ fuzz() {
 }
 
 stage main main_suite
+stage torch torch_suite
 stage ib ib_vm
 if command -v taskset >/dev/null; then
   stage one-cpu one_cpu
