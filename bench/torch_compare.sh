@@ -78,6 +78,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 outdir=${outdir:-$root/results/$(date +%F)-torch-$what}
 mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd) # the runs go from the repository root
 rm -f "$outdir/$label_a".*.json "$outdir/$label_b".*.json # a kept dir's last runs must not count
 
 {
