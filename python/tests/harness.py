@@ -183,3 +183,24 @@ def _collect(scenario, world_size, backend, workdir, procs, wall):
         ranks.append(Rank(r, p.returncode, _read(os.path.join(workdir, f"stdout.{r}")),
                           _read(os.path.join(workdir, f"stderr.{r}")), report))
     return Job(scenario, world_size, backend, ranks, wall)
+
+
+def assert_ranks_raised(job, survivors, also_allowed=()):
+    """Fails unless every rank in `survivors` caught the exception its error scenario waits
+    for, and found it right (exit 3). also_allowed: other exit statuses to tolerate."""
+    problems = []
+    for r in survivors:
+        rc = job.ranks[r].returncode
+        if rc == EXIT_EXPECTED_ERROR or rc in also_allowed:
+            continue
+        if rc == EXIT_OK:
+            problems.append(f"rank {r} raised nothing: the fault went unnoticed")
+        elif rc == EXIT_CHECK_FAILED:
+            why = (job.ranks[r].report or {}).get("problems", [])
+            problems.append(f"rank {r} raised, but: {'; '.join(why) or 'see its stderr'}")
+        else:
+            problems.append(f"rank {r} exited {rc} instead of raising")
+    if problems:
+        pytest.fail("\n".join(problems) + "\n" + job.describe(), pytrace=False)
+    if not any(job.ranks[r].returncode == EXIT_EXPECTED_ERROR for r in survivors):
+        pytest.fail("no rank raised\n" + job.describe(), pytrace=False)

@@ -35,14 +35,14 @@ SECTIONS = [
     "all_to_all_uneven",
     "all_to_all_single",
     "barrier",
-    "send_recv",
-    "p2p_tags",
-    "isend_irecv_ring",
-    "batch_isend_irecv",
     "async_ops",
     "noncontiguous",
     "noncontiguous_strided",
     "subgroups",
+    "send_recv",
+    "p2p_tags",
+    "isend_irecv_ring",
+    "batch_isend_irecv",
 ]
 WORLD_SIZES = [1, 2, 3, 4]
 

@@ -27,19 +27,18 @@ ARGS = ["--model", "convnet", "--subset", "2048", "--test-subset", str(TEST_SAMP
         "--seed", "1", "--threads", "1", "--timeout", "60"]
 
 # Per-step loss tolerance. With 2 ranks every all-reduced gradient element is one float32
-# addition a+b, which is commutative and correctly rounded, so any correct backend gives
-# Gloo's gradients bit for bit and the losses should agree exactly (Gloo against Gloo they
-# do). The tolerance leaves room for what a correct backend may still do differently, e.g.
-# AVG instead of SUM-then-divide or an accumulation order that matters with more ranks: a
-# difference of an ulp (6e-8 relative) in some gradients, which SGD with momentum amplifies
-# over a few dozen steps by at most a few hundred times on this small network: 1e-4 relative.
-# A backend that loses or garbles data is off by far more (Gloo vs a 1-ulp perturbation stays
-# below 1e-5; a bfloat16-compressed all-reduce is ~1e-3 off within a few steps).
+# addition a+b, which is commutative and correctly rounded, so a correct backend gives Gloo's
+# gradients bit for bit and the losses agree exactly (Gloo against Gloo they do). The
+# tolerance leaves room for what a correct backend may still do differently (AVG instead of
+# SUM-then-divide, another summation order with more ranks): measured on this configuration,
+# moving every reduced gradient element by one ulp at every step moves the losses by at most
+# 2.7e-6 relative over the 32 steps; a bfloat16-compressed all-reduce (DDP's
+# bf16_compress_hook) moves them by up to 1.7e-2. 1e-4 sits between, ~40x above the first.
 LOSS_RTOL = 1e-4
 LOSS_ATOL = 1e-6
-# Final accuracy: weights within the tolerance above move a test sample across a decision
-# boundary only when its top two log-probabilities are almost tied, which among 1000 samples
-# happens at most about once; so the numbers of correct predictions may differ by 1.
+# Final accuracy: weights within that tolerance move a test sample across a decision boundary
+# only when its top two log-probabilities are almost tied; allow one such sample of the 1000
+# (the one-ulp-per-step run above changed none; the bfloat16 one changed 3).
 ACCURACY_SAMPLES = 1
 
 
@@ -52,11 +51,19 @@ def train(backend, log_path):
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"train_ddp --backend {backend} ran past 180 s\n{e.stdout}\n{e.stderr}",
                     pytrace=False)
-    if p.returncode != 0:
+    lines = []
+    if os.path.exists(log_path):
+        with open(log_path) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+    # Gloo in torch 2.14.1 now and then aborts a rank as the process exits, after training
+    # and evaluation are done and logged ("terminate called without an active exception",
+    # about 1 run in 10 here). That is not what this test is about, so for Gloo alone an
+    # abort after the final log line is let through; any other backend must exit cleanly.
+    exit_abort = ("terminate called without an active exception" in p.stderr
+                  and lines and "accuracy" in lines[-1])
+    if p.returncode != 0 and not (backend == "gloo" and exit_abort):
         pytest.fail(f"train_ddp --backend {backend} exited {p.returncode}\n"
                     f"{p.stdout[-3000:]}\n{p.stderr[-5000:]}", pytrace=False)
-    with open(log_path) as f:
-        lines = [json.loads(line) for line in f if line.strip()]
     steps = [x for x in lines if "step" in x]
     final = [x for x in lines if "accuracy" in x]
     assert [x["step"] for x in steps] == list(range(STEPS)), f"{backend}: steps {steps}"

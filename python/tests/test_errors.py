@@ -23,26 +23,6 @@ MARGIN_S = 10         # worker.py's MARGIN_S
 JOB_TIMEOUT_S = 60
 
 
-def assert_ranks_raised(job, survivors, also_allowed=()):
-    """Every survivor exited 3. also_allowed: other exit statuses tolerated (Gloo only)."""
-    problems = []
-    for r in survivors:
-        rc = job.ranks[r].returncode
-        if rc == harness.EXIT_EXPECTED_ERROR or rc in also_allowed:
-            continue
-        if rc == harness.EXIT_OK:
-            problems.append(f"rank {r} raised nothing: the fault went unnoticed")
-        elif rc == harness.EXIT_CHECK_FAILED:
-            why = (job.ranks[r].report or {}).get("problems", [])
-            problems.append(f"rank {r} raised, but: {'; '.join(why) or 'see its stderr'}")
-        else:
-            problems.append(f"rank {r} exited {rc} instead of raising")
-    if problems:
-        pytest.fail("\n".join(problems) + "\n" + job.describe(), pytrace=False)
-    if not any(job.ranks[r].returncode == harness.EXIT_EXPECTED_ERROR for r in survivors):
-        pytest.fail("no rank raised\n" + job.describe(), pytrace=False)
-
-
 def test_shape_mismatch(under_test):
     """Rank 0 all-reduces 100 elements, rank 1 200: both raise (orbit: ORB_ERR_MISMATCH, and
     the detail names a rank)."""
@@ -51,14 +31,14 @@ def test_shape_mismatch(under_test):
     # (SIGABRT from a check in Gloo's TCP transport), and its peer raises on the lost
     # connection. That is Gloo's behaviour, not something asked of orbit.
     allowed = (-signal.SIGABRT,) if under_test == "gloo" else ()
-    assert_ranks_raised(job, range(2), also_allowed=allowed)
+    harness.assert_ranks_raised(job, range(2), also_allowed=allowed)
 
 
 def test_skipped_collective(under_test):
     """Rank 1 skips an all_reduce, then both call barrier: both raise (orbit: ORB_ERR_MISMATCH
     or ORB_ERR_TIMEOUT)."""
     job = harness.run_job("skip", 2, under_test, timeout=JOB_TIMEOUT_S)
-    assert_ranks_raised(job, range(2))
+    harness.assert_ranks_raised(job, range(2))
 
 
 def test_sigkill_during_training(under_test):
@@ -71,7 +51,7 @@ def test_sigkill_during_training(under_test):
         pytest.fail("the harness never killed rank 2 (its loop ended or it failed first)\n"
                     + job.describe(), pytrace=False)
     assert job.ranks[victim].returncode == -signal.SIGKILL, job.describe()
-    assert_ranks_raised(job, [0, 1])
+    harness.assert_ranks_raised(job, [0, 1])
     for r in (0, 1):
         t_exc = job.ranks[r].report["t_exception"]
         assert t_exc - job.fault_time <= ERROR_TIMEOUT_S + MARGIN_S, (
