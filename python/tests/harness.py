@@ -7,6 +7,7 @@ through the backend under test, so a backend that corrupts or loses data cannot 
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -152,6 +153,7 @@ def run_job(scenario, world_size, backend_under_test, timeout, env=None, kill=No
                 _kill_all(procs)
                 job = _collect(scenario, world_size, backend_under_test, workdir, procs,
                                time.monotonic() - t0)
+                shutil.rmtree(workdir, ignore_errors=True)
                 pytest.fail(f"{job.scenario}: still running after {timeout} s, all ranks killed\n"
                             + job.describe(), pytrace=False)
             if kill and killed is None:
@@ -169,6 +171,7 @@ def run_job(scenario, world_size, backend_under_test, timeout, env=None, kill=No
             f.close()
     job = _collect(scenario, world_size, backend_under_test, workdir, procs, time.monotonic() - t0)
     job.fault_time, job.killed_rank = fault_time, killed
+    shutil.rmtree(workdir, ignore_errors=True)  # everything in it is in `job` now
     return job
 
 
