@@ -379,13 +379,16 @@ def s_bitwise_rejected(sec, g):
             sec.checks += 1
             try:
                 dist.all_reduce(t, op=getattr(ReduceOp, opname), group=g.ut)
-            except RuntimeError as e:
-                if opname.lower() not in str(e).lower():
+            # a bad argument is refused before anything is sent: ValueError, as torch's own
+            # argument checks raise, naming the op, the rank and what to use instead
+            except ValueError as e:
+                want = (opname, f"rank {g.ut.rank()} of {g.ut.size()}", "MAX")
+                if not all(w in str(e) for w in want):
                     sec.fail(f"all_reduce {opname} {dname(dtype)} raised, but the message does "
-                             f"not name {opname}: {e}")
+                             f"not name all of {want}: {e}")
             except Exception as e:
                 sec.fail(f"all_reduce {opname} {dname(dtype)} raised {type(e).__name__}, "
-                         f"not a RuntimeError: {e}")
+                         f"not a ValueError: {e}")
             else:
                 sec.fail(f"all_reduce {opname} {dname(dtype)} did not raise")
     # Rejecting an argument must leave the group usable.
@@ -765,7 +768,8 @@ def s_send_recv(sec, g):
 
 
 def s_p2p_tags(sec, g):
-    """Two same-sized messages with tags 1 and 2, received in the opposite order. A backend may
+    """Tags 1 and 2 received in order, then two same-sized messages with tags 1 and 2 received
+    in the opposite order. A backend may
     match them by tag (Gloo, MPI) or refuse the mismatch with an exception on both ranks
     (orbit checks the tag as part of the call's signature); it must not hand tag 1's data to
     the tag-2 receive. The exchange runs on a group of its own, so that a refusal that leaves
@@ -788,6 +792,22 @@ def s_p2p_tags(sec, g):
         for w in works:
             w.wait()
         return bufs
+    # Received in the order they were sent, tagged messages arrive with every backend.
+    def in_order(group):
+        if RANK % 2 == 0:
+            for tag in (1, 2):
+                dist.send(data(RANK, shape, torch.float32, salt=100 + tag), dst=partner, group=group, tag=tag)
+            return None
+        bufs = {tag: torch.empty(shape) for tag in (1, 2)}
+        works = [dist.irecv(bufs[tag], src=partner, group=group, tag=tag) for tag in (1, 2)]
+        for w in works:
+            w.wait()
+        return bufs
+    got, ref = in_order(g.ut), in_order(g.ref)
+    if got is not None:
+        for tag in (1, 2):
+            compare(sec, f"in-order recv tag {tag} from rank {partner}", got[tag], ref[tag],
+                    data(partner, shape, torch.float32, salt=100 + tag))
     ref = run(g.ref)
     sec.checks += 1
     try:
@@ -795,7 +815,15 @@ def s_p2p_tags(sec, g):
     except RuntimeError as e:
         say(f"p2p_tags: the out-of-order tags were refused ({str(e).splitlines()[0]}), "
             "which is allowed")
+        # orbit's receiver must say why: the mismatch, with both tags
+        if UNDER_TEST == "orbit" and RANK % 2 == 1:
+            for want in ("ORB_ERR_MISMATCH", "tag 1", "tag 2"):
+                if want not in str(e):
+                    sec.fail(f"orbit refused the out-of-order tags without naming {want!r}: {e}")
         return
+    if UNDER_TEST == "orbit" and RANK % 2 == 1:
+        sec.fail("orbit received tags 2 and 1 posted against sends of 1 and 2 without an error; "
+                 "it pairs messages in order, so it must refuse the mismatch")
     if got is not None:
         for tag in (1, 2):
             compare(sec, f"irecv tag {tag} from rank {partner}", got[tag], ref[tag],

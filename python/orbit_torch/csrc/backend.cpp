@@ -24,7 +24,18 @@ OrbitWork::OrbitWork(int rank, c10d::OpType type, std::vector<at::Tensor> output
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
 }
 
+void OrbitWork::beforeWait() {
+  if (before_wait_)
+    before_wait_();
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> OrbitWork::getFuture() {
+  beforeWait();
+  return future_;
+}
+
 bool OrbitWork::isCompleted() {
+  beforeWait();
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_;
 }
@@ -35,6 +46,7 @@ bool OrbitWork::isSuccess() const {
 }
 
 bool OrbitWork::wait(std::chrono::milliseconds timeout) {
+  beforeWait();
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });
@@ -106,6 +118,15 @@ OrbitBackend::OrbitBackend(orb_comm_t comm, int rank, int size, std::chrono::mil
 OrbitBackend::~OrbitBackend() { shutdown(); }
 
 void OrbitBackend::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_)
+      return;
+  }
+  try {
+    flushP2P();
+  } catch (...) {  // a send nobody waited for: its error has no one to go to
+  }
   stopWorker();  // runs what was queued first
   if (cuda_comm_)
     orb_comm_destroy(cuda_comm_);
@@ -144,6 +165,7 @@ void OrbitBackend::post(std::function<void()> task) {
 }
 
 void OrbitBackend::runOnWorker(const std::function<void()>& fn) {
+  flushP2P();  // send/recv issued before fn run before it
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -198,6 +220,27 @@ void OrbitBackend::failArg(const char* op, const std::string& what) const {
                                   std::to_string(getSize()) + ": " + what);
 }
 
+void OrbitBackend::markBroken(const std::exception_ptr& err) {
+  try {
+    std::rethrow_exception(err);
+  } catch (const c10::ValueError&) {  // an argument refused: nothing was sent, the comm is fine
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    if (broken_.empty())
+      broken_ = e.what();
+  }
+}
+
+std::exception_ptr OrbitBackend::brokenError(const std::string& op) {
+  std::lock_guard<std::mutex> lock(err_mu_);
+  if (broken_.empty())
+    return nullptr;
+  return std::make_exception_ptr(c10::DistBackendError(
+      {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+      "orbit: " + op + " on rank " + std::to_string(getRank()) +
+          ": the communicator failed earlier and is not used again: " + broken_));
+}
+
 // ---- launching ------------------------------------------------------------------------------
 
 orb_comm_t OrbitBackend::cudaComm() {
@@ -230,12 +273,8 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::launch(const char* op, c10d::OpType
   }
   if (device.type() != c10::kCPU && device.type() != c10::kCUDA)
     failArg(op, "tensors on " + device.str() + ": orbit takes CPU and CUDA tensors");
-  {
-    std::lock_guard<std::mutex> lock(err_mu_);
-    if (!broken_.empty())
-      C10_THROW_ERROR(DistBackendError, std::string("orbit: ") + op + " on rank " + std::to_string(getRank()) +
-                                            ": the communicator failed earlier and is not used again: " + broken_);
-  }
+  if (std::exception_ptr err = brokenError(op))
+    std::rethrow_exception(err);
   const bool cuda = device.type() == c10::kCUDA;
   std::vector<c10::Device> devices;
   if (cuda)
@@ -266,31 +305,63 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::launch(const char* op, c10d::OpType
     impl.setDevice(prev);
     return work;
   }
+  // Host send/recv wait to be flushed together, as one orbit group, by the next other call
+  // or by the first wait on any of them: then a receive posted before the send it depends
+  // on (a ring's irecv before isend) cannot block the worker, which runs calls one by one.
+  if (type == c10d::OpType::SEND || type == c10d::OpType::RECV) {
+    c10::weak_intrusive_ptr<OrbitBackend> self(c10::intrusive_ptr<OrbitBackend>::unsafe_reclaim_from_nonowning(this));
+    work->setBeforeWait([self] {
+      if (auto be = self.lock())
+        be->flushP2P();
+    });
+    std::lock_guard<std::mutex> lock(p2p_mu_);
+    p2p_.push_back({op, std::move(body), work});
+    return work;
+  }
+  flushP2P();
   post([this, op = std::string(op), body = std::move(body), work] {
-    std::exception_ptr err;
-    {
-      std::lock_guard<std::mutex> lock(err_mu_);
-      if (!broken_.empty())
-        err = std::make_exception_ptr(c10::DistBackendError(
-            {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
-            "orbit: " + op + " on rank " + std::to_string(getRank()) +
-                ": the communicator failed earlier and is not used again: " + broken_));
-    }
+    std::exception_ptr err = brokenError(op);
     if (!err) {
       try {
         Post after = body(comm_, nullptr);
         if (after)
           after();
-      } catch (const std::exception& e) {
+      } catch (...) {
         err = std::current_exception();
-        std::lock_guard<std::mutex> lock(err_mu_);
-        if (broken_.empty() && !dynamic_cast<const c10::ValueError*>(&e))
-          broken_ = e.what();
+        markBroken(err);
       }
     }
     work->complete(err);
   });
   return work;
+}
+
+void OrbitBackend::flushP2P() {
+  auto batch = std::make_shared<std::vector<Pending>>();
+  {
+    std::lock_guard<std::mutex> lock(p2p_mu_);
+    batch->swap(p2p_);
+  }
+  if (!batch->empty())
+    postGroup(batch, {});
+}
+
+void OrbitBackend::postGroup(std::shared_ptr<std::vector<Pending>> batch, c10::intrusive_ptr<OrbitWork> all) {
+  post([this, batch, all] {
+    std::exception_ptr err = brokenError(batch->size() == 1 ? (*batch)[0].op : "a batch of send/recv");
+    if (!err) {
+      try {
+        runGroup(*batch, comm_, nullptr);
+      } catch (...) {
+        err = std::current_exception();
+        markBroken(err);
+      }
+    }
+    for (Pending& p : *batch)
+      p.work->complete(err);
+    if (all)
+      all->complete(err);
+  });
 }
 
 void OrbitBackend::startCoalescing() {
@@ -340,17 +411,8 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::endCoalescing() {
     all->complete(nullptr);
     return all;
   }
-  post([this, batch, all] {
-    std::exception_ptr err;
-    try {
-      runGroup(*batch, comm_, nullptr);
-    } catch (...) {
-      err = std::current_exception();
-    }
-    for (Pending& p : *batch)
-      p.work->complete(err);
-    all->complete(err);
-  });
+  flushP2P();  // what came before the batch runs before it
+  postGroup(batch, all);
   return all;
 }
 

@@ -37,11 +37,15 @@ class OrbitWork : public c10d::Work {
   bool isSuccess() const override;
   std::vector<at::Tensor> result() override { return outputs_; }
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   // Completes the work and its future, with err the failure (nullptr: success).
   void complete(std::exception_ptr err);
+  // Run before anyone looks at or waits for this work (the backend's p2p flush).
+  void setBeforeWait(std::function<void()> fn) { before_wait_ = std::move(fn); }
 
  private:
+  void beforeWait();
+  std::function<void()> before_wait_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -131,6 +135,14 @@ class OrbitBackend : public c10d::Backend {
                                         std::vector<at::Tensor> outputs, Body body);
   // Runs bodies as one orbit group; every work completes with the group's outcome.
   void runGroup(std::vector<Pending>& batch, orb_comm_t comm, orb_stream_t stream);
+  // Queues a batch on the worker as one group; its works and all (if any) complete with it.
+  void postGroup(std::shared_ptr<std::vector<Pending>> batch, c10::intrusive_ptr<OrbitWork> all);
+  // The host send/recv issued since the last flush, run as one group (see launch()).
+  void flushP2P();
+  // Records a failure: later calls fail at once with it (argument errors excepted).
+  void markBroken(const std::exception_ptr& err);
+  // The first failure as an exception for op, or nullptr while there is none.
+  std::exception_ptr brokenError(const std::string& op);
   void post(std::function<void()> task);
   // Runs fn on the worker after everything queued before it, and waits for it.
   void runOnWorker(const std::function<void()>& fn);
@@ -152,6 +164,9 @@ class OrbitBackend : public c10d::Backend {
   // with the first error, as NCCL's aborted communicators do.
   std::mutex err_mu_;
   std::string broken_;
+
+  std::mutex p2p_mu_;
+  std::vector<Pending> p2p_;
 
   bool coalescing_ = false;
   std::vector<Pending> coalesced_;
