@@ -8,7 +8,7 @@
 # "skipped" status of automake and meson) when that interpreter cannot import torch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-py=${ORBIT_TORCH_PYTHON:-/root/.cache/orbit/torch-venv/bin/python}
+py=${ORBIT_TORCH_PYTHON:-${ORBIT_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/orbit/torch-venv}/bin/python}
 
 if ! "$py" -c 'import torch, torch.distributed' >/dev/null 2>&1; then
     echo "run.sh: $py cannot import torch; the torch suite is skipped (scripts/torch_env.sh installs it)"
