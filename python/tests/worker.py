@@ -193,6 +193,9 @@ def mismatch(got, want, tol=None):
     if tol is None:
         if got.dtype != want.dtype:
             return f"dtype {got.dtype}, expected {want.dtype}"
+        if got.dtype == torch.bool:
+            # as bytes: a bool tensor holding 2 (true + true summed) compares equal to True
+            got, want = got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)
         bad = got != want
     else:
         diff = (got.double() - want.double()).abs()
@@ -214,6 +217,12 @@ def compare(sec, label, got, ref, expect=None, tol=None, ref_tol=None):
     when given, the reference's against the local expectation `expect` (a test-side sanity
     check: both backends wrong in the same way would otherwise pass the Gloo-vs-Gloo run)."""
     sec.checks += 1
+    # Gloo sums bools as bytes (true + true leaves a 2 in a bool tensor); its results are read
+    # as the bools they stand for, while orbit's must be real bools (mismatch compares bytes)
+    if ref.dtype == torch.bool:
+        ref = ref.contiguous().view(torch.uint8) != 0
+        if UNDER_TEST == "gloo":
+            got = got.contiguous().view(torch.uint8) != 0
     if CORRUPT:
         got = corrupted(got)
     why = mismatch(got, ref, tol)
@@ -1115,7 +1124,9 @@ def judge_orbit_error(e, ops, statuses, detail_re, detail_what):
     problems = []
     if not isinstance(e, RuntimeError):
         problems.append(f"raised {type(e).__name__}, not a RuntimeError (or subclass)")
-    m = ORBIT_ERROR.search(str(e))
+    # the message must be the call's own (at its start), not an earlier call's quoted in a
+    # later one's "failed earlier" text
+    m = ORBIT_ERROR.match(str(e))
     if not m:
         return problems + ["message does not match 'orbit: <op> on rank R of W failed: "
                            "ORB_ERR_<NAME>: <detail>'"]
@@ -1144,6 +1155,9 @@ def expect_failure(scenario, fn, ops, statuses, detail_re, detail_what, since=No
                       seconds_to_exception=round(t_exc - t_ref, 3))
         say(f"{scenario}: raised {type(e).__name__} after {t_exc - t_ref:.2f} s: {e}")
         problems = []
+        if report.get("returned"):
+            problems.append(f"the faulty call ({report['returned']}) returned without an error; "
+                            "only a later call raised")
         if UNDER_TEST == "orbit":
             problems += judge_orbit_error(e, ops, statuses, detail_re, detail_what)
         if t_exc - t_ref > ERROR_TIMEOUT_S + MARGIN_S:
@@ -1169,6 +1183,7 @@ def scenario_shape():
 
     def fn(report):
         dist.all_reduce(torch.ones(n))
+        report["returned"] = "all_reduce"  # the mismatch must surface here, not later
         dist.barrier()  # (not reached when the mismatch is caught)
     expect_failure("shape", fn, ops=["allreduce"], statuses=["ORB_ERR_MISMATCH"],
                    detail_re=r"\brank", detail_what="name a rank")
