@@ -1,4 +1,5 @@
-"""Smoke test of the orbit_torch package: importing it registers the backend "orbit"."""
+"""Smoke tests of the orbit_torch package: importing it registers the backend "orbit", and the
+device-mapped form ("cpu:orbit,cuda:gloo") routes CPU tensors to it."""
 import subprocess
 
 import pytest
@@ -19,3 +20,10 @@ def test_import_registers_orbit(under_test):
     assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}{p.stderr}"
     # register_backend(..., devices=["cpu", "cuda"])
     assert p.stdout.strip().splitlines()[-1] == "['cpu', 'cuda']", p.stdout
+
+
+def test_device_mapped_form(under_test):
+    # "cpu:orbit,cuda:nccl" is the form users write on a GPU machine; without a GPU torch's
+    # NCCL group refuses to exist, so the CUDA half here is Gloo
+    job = harness.run_job("mapped", 2, under_test, timeout=60)
+    assert job.returncodes() == [harness.EXIT_OK] * 2, job.describe()

@@ -1231,8 +1231,30 @@ def scenario_sigkill():
                    since=lambda: last_ok[0])
 
 
+def scenario_mapped():
+    """The device-mapped form: the backend under test for CPU tensors, Gloo for CUDA ones."""
+    dist.init_process_group(backend=f"cpu:{UNDER_TEST},cuda:gloo", timeout=timedelta(seconds=60))
+    report = {"rank": RANK, "world_size": WORLD, "backend": UNDER_TEST, "scenario": "mapped"}
+    cpu_backend = type(dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))).__name__
+    want_backend = "OrbitBackend" if UNDER_TEST == "orbit" else "ProcessGroupGloo"
+    problems = []
+    if cpu_backend != want_backend:
+        problems.append(f"CPU tensors go to {cpu_backend}, not {want_backend}")
+    t = data(RANK, (33,), torch.int64)
+    dist.all_reduce(t)
+    expect = sum(data(r, (33,), torch.int64) for r in range(WORLD))
+    why = mismatch(t, expect)
+    if why:
+        problems.append(f"all_reduce through the mapped group: {why}")
+    for p in problems:
+        say(f"mapped: FAIL: {p}")
+    report["problems"] = problems
+    dist.destroy_process_group()
+    finish(EXIT_CHECK_FAILED if problems else EXIT_OK, report)
+
+
 SCENARIOS = {"collectives": scenario_collectives, "shape": scenario_shape,
-             "skip": scenario_skip, "sigkill": scenario_sigkill}
+             "skip": scenario_skip, "sigkill": scenario_sigkill, "mapped": scenario_mapped}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
