@@ -24,6 +24,11 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+# the import of orbit_torch for --backend orbit and the device choice: the same as
+# python/examples/train_ddp.py's
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "examples"))
+from train_ddp import import_backend, pick_device  # noqa: E402
+
 TARGET_S = 0.3  # timed seconds per size when --iters is left to the script
 MIN_ITERS, MAX_ITERS = 5, 100000
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
@@ -42,18 +47,6 @@ def parse_bytes(text):
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text}: not a byte count (digits, K/M/G suffix)")
-
-
-def import_backend(backend):
-    """orbit is not built into torch: importing orbit_torch registers it with torch.distributed."""
-    if backend != "orbit":
-        return
-    try:
-        import orbit_torch  # noqa: F401
-    except ImportError as e:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: --backend orbit needs the orbit_torch package "
-                 f"(python/orbit_torch, built and installed into this Python), "
-                 f"but importing it failed: {e}")
 
 
 def probe_iters(x, device, sync):
@@ -108,13 +101,7 @@ def main():
     args = parse_args()
     import_backend(args.backend)
     torch.set_num_threads(args.threads)
-    if args.device == "cuda":
-        if not torch.cuda.is_available():
-            sys.exit("torch_allreduce_bench: --device cuda, but torch sees no CUDA device")
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-        device = torch.device("cuda", torch.cuda.current_device())
-    else:
-        device = torch.device("cpu")
+    device = pick_device(args.device, "torch_allreduce_bench")
 
     def sync():
         if device.type == "cuda":

@@ -31,7 +31,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 # The convnet is the one python/examples/train_ddp.py trains, imported so that both measure
 # the same network; so is the import of orbit_torch for --backend orbit.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "examples"))
-from train_ddp import ConvNet, import_backend  # noqa: E402
+from train_ddp import ConvNet, import_backend, pick_device  # noqa: E402
 
 
 def parse_args():
@@ -74,13 +74,7 @@ def main():
     args = parse_args()
     import_backend(args.backend)
     torch.set_num_threads(args.threads)
-    if args.device == "cuda":
-        if not torch.cuda.is_available():
-            sys.exit("torch_ddp_step: --device cuda, but torch sees no CUDA device")
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-        device = torch.device("cuda", torch.cuda.current_device())
-    else:
-        device = torch.device("cpu")
+    device = pick_device(args.device, "torch_ddp_step")
 
     def sync():
         if device.type == "cuda":

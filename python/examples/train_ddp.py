@@ -69,6 +69,16 @@ def import_backend(backend):
                  f"but importing it failed: {e}")
 
 
+def pick_device(name, prog):
+    """cpu, or this rank's GPU (LOCAL_RANK modulo the GPUs: several ranks may share one)."""
+    if name != "cuda":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        sys.exit(f"{prog}: --device cuda, but torch sees no CUDA device")
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    return torch.device("cuda", torch.cuda.current_device())
+
+
 def read_idx(path):
     """A gzipped IDX file of unsigned bytes as a numpy array of the shape in its header."""
     with gzip.open(path, "rb") as f:
@@ -150,14 +160,7 @@ def main():
     import_backend(args.backend)
     torch.set_num_threads(args.threads)
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.device == "cuda":
-        if not torch.cuda.is_available():
-            sys.exit("train_ddp: --device cuda, but torch sees no CUDA device")
-        torch.cuda.set_device(local_rank % torch.cuda.device_count())
-        device = torch.device("cuda", torch.cuda.current_device())
-    else:
-        device = torch.device("cpu")
+    device = pick_device(args.device, "train_ddp")
 
     dist.init_process_group(backend=args.backend, timeout=timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
