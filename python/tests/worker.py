@@ -778,8 +778,7 @@ def s_send_recv(sec, g):
 
 def s_p2p_tags(sec, g):
     """Tags 1 and 2 received in order, then two same-sized messages with tags 1 and 2 received
-    in the opposite order. A backend may
-    match them by tag (Gloo, MPI) or refuse the mismatch with an exception on both ranks
+    in the opposite order. A backend may match them by tag (Gloo, MPI) or refuse the mismatch with an exception on both ranks
     (orbit checks the tag as part of the call's signature); it must not hand tag 1's data to
     the tag-2 receive. The exchange runs on a group of its own, so that a refusal that leaves
     the communicator unusable cannot affect the following sections."""
@@ -789,38 +788,29 @@ def s_p2p_tags(sec, g):
     if partner >= WORLD:
         return
     shape = (6, 4)
-    def run(group):
+    def run(group, recv_order):
+        """The even rank sends tags 1 then 2; the odd one posts its receives in recv_order."""
         if RANK % 2 == 0:
             works = [dist.isend(data(RANK, shape, torch.float32, salt=100 + tag), dst=partner,
                                 group=group, tag=tag) for tag in (1, 2)]
             for w in works:
                 w.wait()
             return None
-        bufs = {tag: torch.empty(shape) for tag in (2, 1)}
-        works = [dist.irecv(bufs[tag], src=partner, group=group, tag=tag) for tag in (2, 1)]
+        bufs = {tag: torch.empty(shape) for tag in recv_order}
+        works = [dist.irecv(bufs[tag], src=partner, group=group, tag=tag) for tag in recv_order]
         for w in works:
             w.wait()
         return bufs
     # Received in the order they were sent, tagged messages arrive with every backend.
-    def in_order(group):
-        if RANK % 2 == 0:
-            for tag in (1, 2):
-                dist.send(data(RANK, shape, torch.float32, salt=100 + tag), dst=partner, group=group, tag=tag)
-            return None
-        bufs = {tag: torch.empty(shape) for tag in (1, 2)}
-        works = [dist.irecv(bufs[tag], src=partner, group=group, tag=tag) for tag in (1, 2)]
-        for w in works:
-            w.wait()
-        return bufs
-    got, ref = in_order(g.ut), in_order(g.ref)
+    got, ref = run(g.ut, (1, 2)), run(g.ref, (1, 2))
     if got is not None:
         for tag in (1, 2):
             compare(sec, f"in-order recv tag {tag} from rank {partner}", got[tag], ref[tag],
                     data(partner, shape, torch.float32, salt=100 + tag))
-    ref = run(g.ref)
+    ref = run(g.ref, (2, 1))
     sec.checks += 1
     try:
-        got = run(ut_group)
+        got = run(ut_group, (2, 1))
     except RuntimeError as e:
         say(f"p2p_tags: the out-of-order tags were refused ({str(e).splitlines()[0]}), "
             "which is allowed")
@@ -1232,7 +1222,8 @@ def scenario_sigkill():
 
 
 def scenario_mapped():
-    """The device-mapped form: the backend under test for CPU tensors, Gloo for CUDA ones."""
+    """The device-mapped form: the backend under test for CPU tensors, Gloo for CUDA ones; and
+    init_process_group's timeout as orbit's call timeout."""
     dist.init_process_group(backend=f"cpu:{UNDER_TEST},cuda:gloo", timeout=timedelta(seconds=60))
     report = {"rank": RANK, "world_size": WORLD, "backend": UNDER_TEST, "scenario": "mapped"}
     cpu_backend = type(dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))).__name__
@@ -1240,6 +1231,11 @@ def scenario_mapped():
     problems = []
     if cpu_backend != want_backend:
         problems.append(f"CPU tensors go to {cpu_backend}, not {want_backend}")
+    elif UNDER_TEST == "orbit":
+        # init_process_group's timeout is orbit's call timeout
+        seconds = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu")).comm_timeout_s
+        if seconds != 60:
+            problems.append(f"orbit's call timeout is {seconds} s, not the 60 s given to init_process_group")
     t = data(RANK, (33,), torch.int64)
     dist.all_reduce(t)
     expect = sum(data(r, (33,), torch.int64) for r in range(WORLD))

@@ -337,13 +337,15 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::launch(const char* op, c10d::OpType
 }
 
 void OrbitBackend::flushP2P() {
-  auto batch = std::make_shared<std::vector<Pending>>();
+  std::shared_ptr<std::vector<Pending>> batch;
   {
     std::lock_guard<std::mutex> lock(p2p_mu_);
-    batch->swap(p2p_);
+    if (p2p_.empty())  // the usual case: it runs before every host call
+      return;
+    batch = std::make_shared<std::vector<Pending>>(std::move(p2p_));
+    p2p_.clear();
   }
-  if (!batch->empty())
-    postGroup(batch, {});
+  postGroup(batch, {});
 }
 
 void OrbitBackend::postGroup(std::shared_ptr<std::vector<Pending>> batch, c10::intrusive_ptr<OrbitWork> all) {
@@ -370,22 +372,37 @@ void OrbitBackend::startCoalescing() {
   coalesced_.clear();
 }
 
+Body OrbitBackend::groupOf(const char* op, std::vector<Body> parts) const {
+  return [this, op, parts = std::move(parts)](orb_comm_t comm, orb_stream_t stream) -> Post {
+    std::vector<Post> afters;
+    orb_status_t st = orb_group_start();
+    if (st != ORB_OK)
+      fail(op, st, comm);
+    try {
+      for (const Body& b : parts)
+        afters.push_back(b(comm, stream));  // each call checked as it is queued
+    } catch (...) {
+      orb_group_end();
+      throw;
+    }
+    st = orb_group_end();
+    if (st != ORB_OK)
+      fail(op, st, comm);
+    return [afters = std::move(afters)] {
+      for (const Post& a : afters)
+        if (a)
+          a();
+    };
+  };
+}
+
 void OrbitBackend::runGroup(std::vector<Pending>& batch, orb_comm_t comm, orb_stream_t stream) {
-  std::vector<Post> afters;
-  orb_group_start();
-  try {
-    for (Pending& p : batch)
-      afters.push_back(p.body(comm, stream));
-  } catch (...) {
-    orb_group_end();
-    throw;
-  }
-  orb_status_t st = orb_group_end();
-  if (st != ORB_OK)
-    fail(batch.size() == 1 ? batch[0].op.c_str() : "a coalesced batch", st, comm);
-  for (Post& a : afters)
-    if (a)
-      a();
+  std::vector<Body> parts;
+  for (Pending& p : batch)
+    parts.push_back(p.body);
+  Post after = groupOf(batch.size() == 1 ? batch[0].op.c_str() : "a coalesced batch", std::move(parts))(comm, stream);
+  if (after)
+    after();
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::endCoalescing() {

@@ -123,6 +123,10 @@ class OrbitBackend : public c10d::Backend {
   [[noreturn]] void fail(const char* op, orb_status_t st, orb_comm_t comm) const;
   [[noreturn]] void failArg(const char* op, const std::string& what) const;
 
+  // Bodies run as one orbit group (closed on error too); their copy-outs run after it. The
+  // coalesced operations and torch's coalescing manager are this over the single calls' bodies.
+  Body groupOf(const char* op, std::vector<Body> parts) const;
+
  private:
   struct Pending {
     std::string op;
@@ -130,10 +134,16 @@ class OrbitBackend : public c10d::Backend {
     c10::intrusive_ptr<OrbitWork> work;
   };
 
+  // The bodies of calls that also run inside a coalesced form (ops.cpp).
+  Body allreduceBody(const char* name, at::Tensor t, c10d::ReduceOp rop);
+  Body allgatherListBody(const char* name, std::vector<at::Tensor> outs, at::Tensor in);
+  Body allgatherTensorBody(const char* name, at::Tensor out, at::Tensor in);
+  Body reduceScatterTensorBody(const char* name, at::Tensor out, at::Tensor in, c10d::ReduceOp rop);
+
   // Runs body for op on the worker (host tensors) or on the caller's stream (CUDA).
   c10::intrusive_ptr<c10d::Work> launch(const char* op, c10d::OpType type, const std::vector<at::Tensor>& tensors,
                                         std::vector<at::Tensor> outputs, Body body);
-  // Runs bodies as one orbit group; every work completes with the group's outcome.
+  // Runs a batch's bodies as one group (groupOf), with the batch's name in an error.
   void runGroup(std::vector<Pending>& batch, orb_comm_t comm, orb_stream_t stream);
   // Queues a batch on the worker as one group; its works and all (if any) complete with it.
   void postGroup(std::shared_ptr<std::vector<Pending>> batch, c10::intrusive_ptr<OrbitWork> all);

@@ -51,13 +51,6 @@ Post copyBack(const at::Tensor& user, const at::Tensor& staged) {
   return [user, staged]() mutable { user.copy_(staged.view(user.sizes())); };
 }
 
-Post chain(std::vector<Post> posts) {
-  return [posts = std::move(posts)] {
-    for (const Post& p : posts)
-      if (p)
-        p();
-  };
-}
 
 const char* redOpName(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -109,8 +102,7 @@ void checkReduction(const OrbitBackend& be, const char* name, ScalarType st, con
 Reduction reducing(const OrbitBackend& be, const char* name, const at::Tensor& t, const c10d::ReduceOp& rop) {
   at::Tensor c = t.contiguous();
   const c10d::ReduceOp::RedOpType kind = rop.op_;
-  const ScalarType st = c.scalar_type();
-  checkReduction(be, name, st, rop);
+  const ScalarType st = c.scalar_type();  // checked by checkReduction when the call was made
   orb_op_t op = ORB_SUM;
   switch (kind) {
     case c10d::ReduceOp::AVG: op = ORB_AVG; break;
@@ -145,6 +137,22 @@ void checkOne(const OrbitBackend& be, const char* name, size_t n) {
                          " tensors: orbit takes one tensor per process and call (one process per device)");
 }
 
+// The tensors of a list, flattened and concatenated (a staging copy, for list arguments).
+at::Tensor catFlat(const std::vector<at::Tensor>& list) {
+  std::vector<at::Tensor> rows;
+  for (const at::Tensor& t : list)
+    rows.push_back(t.reshape({-1}));
+  return at::cat(rows);
+}
+
+// Copies block i of flat (n elements each) into outs[i], once the call has filled flat.
+Post unflatten(std::vector<at::Tensor> outs, at::Tensor flat, int64_t n) {
+  return [outs, flat, n]() mutable {
+    for (size_t i = 0; i < outs.size(); i++)
+      outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
+  };
+}
+
 // A list of same-shaped tensors as one flat staging tensor of n blocks.
 at::Tensor flatLike(const at::Tensor& block, int64_t n) {
   std::vector<int64_t> sizes{n * block.numel()};
@@ -165,29 +173,52 @@ void checkSameShape(const OrbitBackend& be, const char* name, const std::vector<
 
 }  // namespace
 
-// Inside a group each call is checked as it is queued, and the group always closed.
-#define ORB_GROUP(name, comm, ...)                         \
-  do {                                                     \
-    orb_status_t first_ = orb_group_start();               \
-    if (first_ == ORB_OK) {                                \
-      auto try_ = [&](orb_status_t st_) {                  \
-        if (first_ == ORB_OK)                              \
-          first_ = st_;                                    \
-      };                                                   \
-      __VA_ARGS__;                                         \
-      orb_status_t end_ = orb_group_end();                 \
-      try_(end_);                                          \
-    }                                                      \
-    if (first_ != ORB_OK)                                  \
-      this->fail(name, first_, comm);                      \
-  } while (0)
-
 #define ORB_TRY(name, call, comm)        \
   do {                                   \
     orb_status_t st_ = (call);           \
     if (st_ != ORB_OK)                   \
       this->fail(name, st_, comm);       \
   } while (0)
+
+// ---- bodies shared by a call and its coalesced form ----------------------------------------
+
+Body OrbitBackend::allreduceBody(const char* name, at::Tensor t, c10d::ReduceOp rop) {
+  return [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
+    Reduction r = reducing(*this, name, t, rop);
+    ORB_TRY(name, orb_allreduce(r.buf.ptr(), r.buf.ptr(), r.buf.count, r.buf.dtype, r.op, comm, s), comm);
+    return copyBack(t, r.buf.t);
+  };
+}
+
+Body OrbitBackend::allgatherListBody(const char* name, std::vector<at::Tensor> outs, at::Tensor in) {
+  return [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
+    Buf b = moving(in);
+    at::Tensor flat = flatLike(b.t, getSize());
+    ORB_TRY(name, orb_allgather(b.ptr(), flat.numel() ? flat.data_ptr() : nullptr, b.count, b.dtype, comm, s), comm);
+    return unflatten(outs, flat, in.numel());
+  };
+}
+
+Body OrbitBackend::allgatherTensorBody(const char* name, at::Tensor out, at::Tensor in) {
+  return [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
+    Buf b = moving(in), o = moving(out);
+    ORB_TRY(name, orb_allgather(b.ptr(), o.ptr(), b.count, b.dtype, comm, s), comm);
+    return copyBack(out, o.t);
+  };
+}
+
+Body OrbitBackend::reduceScatterTensorBody(const char* name, at::Tensor out, at::Tensor in, c10d::ReduceOp rop) {
+  return [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
+    Reduction r = reducing(*this, name, in, rop);
+    at::Tensor o = out.is_contiguous() ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
+    ORB_TRY(name,
+            orb_reduce_scatter(r.buf.ptr(), o.numel() ? o.data_ptr() : nullptr, r.buf.count / getSize(),
+                               r.buf.dtype, r.op, comm, s),
+            comm);
+    return copyBack(out, o);
+  };
+}
+
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                        const c10d::BroadcastOptions& opts) {
@@ -206,34 +237,19 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::allreduce(std::vector<at::Tensor>& 
                                                        const c10d::AllreduceOptions& opts) {
   const char* name = "all_reduce";
   checkOne(*this, name, tensors.size());
-  at::Tensor t = tensors[0];
-  c10d::ReduceOp rop = opts.reduceOp;
-  checkReduction(*this, name, t.scalar_type(), rop);
-  return launch(name, c10d::OpType::ALLREDUCE, tensors, tensors, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    Reduction r = reducing(*this, name, t, rop);
-    ORB_TRY(name, orb_allreduce(r.buf.ptr(), r.buf.ptr(), r.buf.count, r.buf.dtype, r.op, comm, s), comm);
-    return copyBack(t, r.buf.t);
-  });
+  checkReduction(*this, name, tensors[0].scalar_type(), opts.reduceOp);
+  return launch(name, c10d::OpType::ALLREDUCE, tensors, tensors, allreduceBody(name, tensors[0], opts.reduceOp));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                  const c10d::AllreduceCoalescedOptions& opts) {
   const char* name = "all_reduce_coalesced";
-  std::vector<at::Tensor> ts = tensors;
-  c10d::ReduceOp rop = opts.reduceOp;
-  return launch(name, c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors,
-                [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-                  std::vector<Post> posts;
-                  std::vector<Reduction> rs;
-                  for (const at::Tensor& t : ts)
-                    rs.push_back(reducing(*this, name, t, rop));
-                  ORB_GROUP(name, comm, for (Reduction& r : rs) try_(orb_allreduce(r.buf.ptr(), r.buf.ptr(),
-                                                                                    r.buf.count, r.buf.dtype, r.op,
-                                                                                    comm, s)));
-                  for (size_t i = 0; i < ts.size(); i++)
-                    posts.push_back(copyBack(ts[i], rs[i].buf.t));
-                  return chain(std::move(posts));
-                });
+  std::vector<Body> parts;
+  for (const at::Tensor& t : tensors) {
+    checkReduction(*this, name, t.scalar_type(), opts.reduceOp);
+    parts.push_back(allreduceBody(name, t, opts.reduceOp));
+  }
+  return launch(name, c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors, groupOf(name, std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -261,20 +277,10 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::allgather(std::vector<std::vector<a
   const char* name = "all_gather";
   checkOne(*this, name, inputs.size());
   checkOne(*this, name, outputs.size());
-  at::Tensor in = inputs[0];
-  std::vector<at::Tensor> outs = outputs[0];
-  checkSameShape(*this, name, outs, in, getSize());
-  std::vector<at::Tensor> all = outs;
-  all.push_back(in);
-  return launch(name, c10d::OpType::ALLGATHER, all, outs, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    Buf b = moving(in);
-    at::Tensor flat = flatLike(b.t, getSize());
-    ORB_TRY(name, orb_allgather(b.ptr(), flat.numel() ? flat.data_ptr() : nullptr, b.count, b.dtype, comm, s), comm);
-    return [outs, flat, n = in.numel()]() mutable {
-      for (size_t i = 0; i < outs.size(); i++)
-        outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
-    };
-  });
+  checkSameShape(*this, name, outputs[0], inputs[0], getSize());
+  std::vector<at::Tensor> all = outputs[0];
+  all.push_back(inputs[0]);
+  return launch(name, c10d::OpType::ALLGATHER, all, outputs[0], allgatherListBody(name, outputs[0], inputs[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -284,12 +290,8 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::_allgather_base(at::Tensor& output,
     failArg(name, "the output has " + std::to_string(output.numel()) + " elements of " +
                       c10::toString(output.scalar_type()) + "; it needs world size x input = " +
                       std::to_string(input.numel() * getSize()) + " of " + c10::toString(input.scalar_type()));
-  at::Tensor out = output, in = input;
-  return launch(name, c10d::OpType::_ALLGATHER_BASE, {out, in}, {out}, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    Buf b = moving(in), o = moving(out);
-    ORB_TRY(name, orb_allgather(b.ptr(), o.ptr(), b.count, b.dtype, comm, s), comm);
-    return copyBack(out, o.t);
-  });
+  return launch(name, c10d::OpType::_ALLGATHER_BASE, {output, input}, {output},
+                allgatherTensorBody(name, output, input));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -298,31 +300,22 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::allgather_coalesced(std::vector<std
   const char* name = "all_gather_coalesced";
   if (outputs.size() != static_cast<size_t>(getSize()))
     failArg(name, "the output has " + std::to_string(outputs.size()) + " lists; it needs one per rank");
-  std::vector<std::vector<at::Tensor>> outs = outputs;
-  std::vector<at::Tensor> ins = inputs, all = inputs;
-  for (auto& l : outs) {
-    if (l.size() != ins.size())
-      failArg(name, "every output list needs one tensor per input (" + std::to_string(ins.size()) + ")");
+  std::vector<at::Tensor> all = inputs;
+  for (auto& l : outputs) {
+    if (l.size() != inputs.size())
+      failArg(name, "every output list needs one tensor per input (" + std::to_string(inputs.size()) + ")");
     all.insert(all.end(), l.begin(), l.end());
   }
-  return launch(name, c10d::OpType::ALLGATHER_COALESCED, all, {}, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    std::vector<Buf> bs;
-    std::vector<at::Tensor> flats;
-    for (const at::Tensor& in : ins) {
-      bs.push_back(moving(in));
-      flats.push_back(flatLike(bs.back().t, getSize()));
-    }
-    ORB_GROUP(name, comm, for (size_t j = 0; j < bs.size(); j++) try_(orb_allgather(
-                              bs[j].ptr(), flats[j].numel() ? flats[j].data_ptr() : nullptr, bs[j].count,
-                              bs[j].dtype, comm, s)));
-    return [outs, flats, ins]() mutable {
-      for (size_t r = 0; r < outs.size(); r++)
-        for (size_t j = 0; j < ins.size(); j++) {
-          int64_t n = ins[j].numel();
-          outs[r][j].copy_(flats[j].narrow(0, static_cast<int64_t>(r) * n, n).view(outs[r][j].sizes()));
-        }
-    };
-  });
+  // outputs[r][j] is input j of rank r: all-gather j fills column j
+  std::vector<Body> parts;
+  for (size_t j = 0; j < inputs.size(); j++) {
+    std::vector<at::Tensor> column;
+    for (auto& l : outputs)
+      column.push_back(l[j]);
+    checkSameShape(*this, name, column, inputs[j], getSize());
+    parts.push_back(allgatherListBody(name, column, inputs[j]));
+  }
+  return launch(name, c10d::OpType::ALLGATHER_COALESCED, all, {}, groupOf(name, std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -331,25 +324,15 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::allgather_into_tensor_coalesced(std
   const char* name = "all_gather_into_tensor_coalesced";
   if (outputs.size() != inputs.size())
     failArg(name, std::to_string(outputs.size()) + " outputs for " + std::to_string(inputs.size()) + " inputs");
-  for (size_t i = 0; i < inputs.size(); i++)
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  std::vector<Body> parts;
+  for (size_t i = 0; i < inputs.size(); i++) {
     if (outputs[i].numel() != inputs[i].numel() * getSize())
       failArg(name, "output " + std::to_string(i) + " needs world size x its input's elements");
-  std::vector<at::Tensor> outs = outputs, ins = inputs, all = inputs;
-  all.insert(all.end(), outputs.begin(), outputs.end());
-  return launch(name, c10d::OpType::COALESCED, all, outs, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    std::vector<Buf> bs, os;
-    std::vector<Post> posts;
-    for (size_t i = 0; i < ins.size(); i++) {
-      bs.push_back(moving(ins[i]));
-      os.push_back(moving(outs[i]));
-    }
-    ORB_GROUP(name, comm,
-              for (size_t i = 0; i < bs.size(); i++)
-                  try_(orb_allgather(bs[i].ptr(), os[i].ptr(), bs[i].count, bs[i].dtype, comm, s)));
-    for (size_t i = 0; i < outs.size(); i++)
-      posts.push_back(copyBack(outs[i], os[i].t));
-    return chain(std::move(posts));
-  });
+    parts.push_back(allgatherTensorBody(name, outputs[i], inputs[i]));
+  }
+  return launch(name, c10d::OpType::COALESCED, all, outputs, groupOf(name, std::move(parts)));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -376,12 +359,7 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::gather(std::vector<std::vector<at::
     at::Tensor flat = is_root ? flatLike(b.t, getSize()) : at::Tensor();
     void* dst = is_root && flat.numel() ? flat.data_ptr() : nullptr;
     ORB_TRY(name, orb_gather(b.ptr(), dst, b.count, b.dtype, root, comm, s), comm);
-    if (!is_root)
-      return nullptr;
-    return [outs, flat, n = in.numel()]() mutable {
-      for (size_t i = 0; i < outs.size(); i++)
-        outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
-    };
+    return is_root ? unflatten(outs, flat, in.numel()) : nullptr;
   });
 }
 
@@ -406,13 +384,7 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::scatter(std::vector<at::Tensor>& ou
   all.push_back(out);
   return launch(name, c10d::OpType::SCATTER, all, {out}, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
     Buf o = moving(out);
-    at::Tensor flat;
-    if (is_root) {
-      std::vector<at::Tensor> rows;
-      for (const at::Tensor& t : ins)
-        rows.push_back(t.reshape({-1}));
-      flat = moving(at::cat(rows)).t;
-    }
+    at::Tensor flat = is_root ? moving(catFlat(ins)).t : at::Tensor();
     const void* src = is_root && flat.numel() ? flat.data_ptr() : nullptr;
     ORB_TRY(name, orb_scatter(src, o.ptr(), o.count, o.dtype, root, comm, s), comm);
     return copyBack(out, o.t);
@@ -433,10 +405,7 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::reduce_scatter(std::vector<at::Tens
   std::vector<at::Tensor> all = ins;
   all.push_back(out);
   return launch(name, c10d::OpType::REDUCE_SCATTER, all, {out}, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    std::vector<at::Tensor> flat_in;
-    for (const at::Tensor& t : ins)
-      flat_in.push_back(t.reshape({-1}));
-    Reduction r = reducing(*this, name, at::cat(flat_in), rop);
+    Reduction r = reducing(*this, name, catFlat(ins), rop);
     at::Tensor o = at::empty({out.numel()}, r.buf.t.options());
     ORB_TRY(name,
             orb_reduce_scatter(r.buf.ptr(), o.numel() ? o.data_ptr() : nullptr, r.buf.count / getSize(),
@@ -453,19 +422,9 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::_reduce_scatter_base(at::Tensor& ou
     failArg(name, "the input has " + std::to_string(input.numel()) + " elements of " +
                       c10::toString(input.scalar_type()) + "; it needs world size x output = " +
                       std::to_string(output.numel() * getSize()) + " of " + c10::toString(output.scalar_type()));
-  at::Tensor out = output, in = input;
-  c10d::ReduceOp rop = opts.reduceOp;
-  checkReduction(*this, name, out.scalar_type(), rop);
-  return launch(name, c10d::OpType::_REDUCE_SCATTER_BASE, {out, in}, {out},
-                [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-                  Reduction r = reducing(*this, name, in, rop);
-                  at::Tensor o = out.is_contiguous() ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
-                  ORB_TRY(name,
-                          orb_reduce_scatter(r.buf.ptr(), o.numel() ? o.data_ptr() : nullptr,
-                                             r.buf.count / getSize(), r.buf.dtype, r.op, comm, s),
-                          comm);
-                  return copyBack(out, o);
-                });
+  checkReduction(*this, name, output.scalar_type(), opts.reduceOp);
+  return launch(name, c10d::OpType::_REDUCE_SCATTER_BASE, {output, input}, {output},
+                reduceScatterTensorBody(name, output, input, opts.reduceOp));
 }
 
 c10::intrusive_ptr<c10d::Work> OrbitBackend::reduce_scatter_tensor_coalesced(
@@ -473,28 +432,16 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::reduce_scatter_tensor_coalesced(
   const char* name = "reduce_scatter_tensor_coalesced";
   if (outputs.size() != inputs.size())
     failArg(name, std::to_string(outputs.size()) + " outputs for " + std::to_string(inputs.size()) + " inputs");
-  for (size_t i = 0; i < inputs.size(); i++)
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  std::vector<Body> parts;
+  for (size_t i = 0; i < inputs.size(); i++) {
     if (inputs[i].numel() != outputs[i].numel() * getSize())
       failArg(name, "input " + std::to_string(i) + " needs world size x its output's elements");
-  std::vector<at::Tensor> outs = outputs, ins = inputs, all = inputs;
-  all.insert(all.end(), outputs.begin(), outputs.end());
-  c10d::ReduceOp rop = opts.reduceOp;
-  return launch(name, c10d::OpType::COALESCED, all, outs, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    std::vector<Reduction> rs;
-    std::vector<at::Tensor> os;
-    std::vector<Post> posts;
-    for (size_t i = 0; i < ins.size(); i++) {
-      rs.push_back(reducing(*this, name, ins[i], rop));
-      os.push_back(at::empty_like(outs[i], at::MemoryFormat::Contiguous));
-    }
-    ORB_GROUP(name, comm,
-              for (size_t i = 0; i < rs.size(); i++) try_(orb_reduce_scatter(
-                  rs[i].buf.ptr(), os[i].numel() ? os[i].data_ptr() : nullptr, rs[i].buf.count / getSize(),
-                  rs[i].buf.dtype, rs[i].op, comm, s)));
-    for (size_t i = 0; i < outs.size(); i++)
-      posts.push_back(copyBack(outs[i], os[i]));
-    return chain(std::move(posts));
-  });
+    checkReduction(*this, name, outputs[i].scalar_type(), opts.reduceOp);
+    parts.push_back(reduceScatterTensorBody(name, outputs[i], inputs[i], opts.reduceOp));
+  }
+  return launch(name, c10d::OpType::COALESCED, all, outputs, groupOf(name, std::move(parts)));
 }
 
 namespace {
@@ -590,10 +537,7 @@ c10::intrusive_ptr<c10d::Work> OrbitBackend::alltoall(std::vector<at::Tensor>& o
     }
   }
   return launch(name, c10d::OpType::ALLTOALL, all, outs, [=, this](orb_comm_t comm, orb_stream_t s) -> Post {
-    std::vector<at::Tensor> flat_in;
-    for (const at::Tensor& t : ins)
-      flat_in.push_back(t.reshape({-1}));
-    Buf b = moving(at::cat(flat_in));
+    Buf b = moving(catFlat(ins));
     int64_t total = 0;
     for (const at::Tensor& t : outs)
       total += t.numel();
