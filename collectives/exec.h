@@ -12,6 +12,7 @@
 #define ORB_COLLECTIVES_EXEC_H
 
 #include "collectives/plan.h"
+#include "core/trace.h"
 #include "transport/transport.h"
 
 typedef struct {
@@ -27,6 +28,7 @@ typedef struct {
      * sync_prev on channel 0. Rooted calls need it: ranks that disagree on the root could
      * otherwise all wait to receive, or all send and return, without one mismatched piece. */
     int sync_next, sync_prev;
+    uint64_t trace_id; /* the call's id in the tracer's records (env->trace) */
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
@@ -51,6 +53,9 @@ typedef struct {
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */
+    /* ORBIT_TRACE_STEPS: each finished step is recorded here (NULL: off); its `time` has room
+     * for the operations of the run */
+    orb_trace_steps_t *trace;
 } orb_exec_env_t;
 
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,

@@ -140,6 +140,21 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     return moved;
 }
 
+/* A finished step into the tracer's ring; the next step's timing starts from zero. */
+static void trace_step(const orb_exec_env_t *env, const orb_exec_op_t *o, int ch, const orb_step_t *s, size_t esz,
+                       orb_trace_step_time_t *tm)
+{
+    orb_trace_step_t *r = orb_trace_ring_push(&env->trace->ring);
+    const unsigned props = orb_step_props(s->kind);
+    *r = (orb_trace_step_t){.id = o->trace_id, .t_start = tm->t_start, .t_end = orb_trace_ticks(),
+                            .move = tm->move, .reduce = tm->reduce, .bytes = s->count * esz,
+                            .index = (int32_t)o->step[ch],
+                            .send_peer = (props & ORB_STEP_SENDS) ? s->send_peer : -1,
+                            .recv_peer = (props & ORB_STEP_RECVS) ? s->recv_peer : -1,
+                            .channel = (int16_t)ch, .kind = (int16_t)s->kind};
+    *tm = (orb_trace_step_time_t){0};
+}
+
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
  * negative status. */
 static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
@@ -152,8 +167,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     int moved = 0;
     b->peer = -1;
     b->by_group = 0;
+    orb_trace_step_time_t *tm = env->trace ? &env->trace->time[(size_t)i * ORB_TRACE_MAX_CHANNELS + (size_t)ch] : NULL;
     while (o->step[ch] < lane->nsteps && moved < 256) {
         const orb_step_t *s = &lane->steps[o->step[ch]];
+        if (tm && !tm->t_start)
+            tm->t_start = orb_trace_ticks(); /* first tried: what it waits for counts from here */
         const int kind = s->kind;
         const unsigned props = orb_step_props(kind); /* what the step does: kernels/step.h */
         if (!props) {
@@ -210,12 +228,15 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         /* The value goes to dst and/or the outgoing piece: first wherever it is written. */
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
+        const int64_t k0 = tm ? orb_trace_ticks() : 0;
         if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
         else if (in)
             orb_kernel_copy(d1, d2, in, n, o->dtype, pd);
         else if (d1 != src || pd > 1) /* a local copy onto itself moves nothing */
             orb_kernel_copy(d1, d2, src, n, o->dtype, pd);
+        if (tm)
+            *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
             *sh = o->sig;
             sh->nbytes = (uint32_t)(n * esz);
@@ -227,6 +248,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             rc->ops->recv_release(rc);
         o->done[ch] = done + n;
         if (o->done[ch] == s->count) {
+            if (tm)
+                trace_step(env, o, ch, s, esz, tm);
             o->step[ch]++;
             o->done[ch] = 0;
         }

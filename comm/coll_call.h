@@ -39,6 +39,7 @@ typedef struct {
     double predicted_us;
     orb_slot_hdr_t sig;          /* seq, count, coll, dtype, op, root */
     int sync_next, sync_prev;    /* signature handshake neighbours, or -1 */
+    uint64_t trace_id;           /* the call's id in the tracer's and flight recorder's records */
 } orb_prepared_t;
 
 /* Check every argument of k on this rank and give the elements of sendbuf / recvbuf it may

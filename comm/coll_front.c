@@ -10,6 +10,7 @@
 #include "comm/coll_call.h"
 #include "comm/coll_cuda.h"
 #include "comm/comm_impl.h"
+#include "comm/comm_trace.h"
 #include "core/log.h"
 
 /* FNV-1a over the vectors' bytes: plans are cached per vector set, compared in full on a hit. */
@@ -110,6 +111,7 @@ static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
 typedef struct {
     orb_prepared_t p;
     orb_plan_t plan; /* owned copy: the cache may evict while the group is open */
+    orb_trace_mark_t mark;
 } queued_t;
 
 static _Thread_local int group_depth;
@@ -214,6 +216,10 @@ static orb_status_t run_group(queued_t *q, int n)
     }
     orb_status_t st = ORB_OK;
     int nd = 0, npending = 0;
+    for (int i = 0; i < n; i++) { /* the group's calls start together */
+        q[i].p.plan = &q[i].plan;
+        orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark);
+    }
     for (int i = 0; i < n; i++)
         if (q[i].p.device) {
             mine[nd] = q[i].p;
@@ -287,6 +293,10 @@ orb_status_t orb_group_end(void)
     group_q = NULL;
     group_n = group_cap = 0;
     orb_status_t st = n ? run_group(q, n) : ORB_OK;
+    for (int i = 0; i < n; i++) /* one verdict for the whole group */
+        orb_comm_trace_end(q[i].p.comm, &q[i].mark, st);
+    for (int i = 0; st != ORB_OK && i < n; i++)
+        orb_comm_trace_failed(q[i].p.comm, st);
     for (int i = 0; i < n; i++)
         orb_plan_free(&q[i].plan);
     free(q);
@@ -321,5 +331,11 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return st;
     if ((st = plan_and_sign(&p)) != ORB_OK)
         return st;
-    return p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &p, 1);
+    orb_trace_mark_t m;
+    orb_comm_trace_begin(comm, &p, 0, &m);
+    st = p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &p, 1);
+    orb_comm_trace_end(comm, &m, st);
+    if (st != ORB_OK)
+        orb_comm_trace_failed(comm, st);
+    return st;
 }

@@ -6,6 +6,7 @@
 
 #include "comm/coll_call.h"
 #include "comm/comm_impl.h"
+#include "comm/comm_trace.h"
 
 /* Scratch is handed out in slices of this alignment (every dtype's). */
 #define SCRATCH_ALIGN 64
@@ -29,7 +30,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     *op = (orb_exec_op_t){
         .plan = p->plan, .in = p->in, .out = p->out, .dtype = p->a.dtype,
         .op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op, .postdiv = p->a.op == ORB_AVG ? c->nranks : 0,
-        .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev,
+        .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev, .trace_id = p->trace_id,
     };
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
@@ -83,6 +84,7 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
             ops[i].scratch = scratch + out_need(&p[i]);
         scratch += scratch_need(&p[i]);
     }
+    orb_comm_trace_exec(c, n);
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (ops != few)
         free(ops);

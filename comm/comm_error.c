@@ -79,6 +79,14 @@ void orb_comm_live_remove(struct orb_comm *c)
     pthread_mutex_unlock(&live_lock);
 }
 
+void orb_comm_live_each(void (*fn)(struct orb_comm *c))
+{
+    pthread_mutex_lock(&live_lock);
+    for (size_t i = 0; i < nlive; i++)
+        fn(live[i]);
+    pthread_mutex_unlock(&live_lock);
+}
+
 static int is_live(const struct orb_comm *c)
 {
     int found = 0;

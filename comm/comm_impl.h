@@ -7,6 +7,7 @@
 
 #include "collectives/exec.h"
 #include "collectives/plan.h"
+#include "core/trace.h"
 #include "topo/topo.h"
 #include "transport/bootstrap.h"
 #include "transport/box.h"
@@ -79,6 +80,13 @@ struct orb_comm {
     size_t *vec; /* the running alltoallv's vectors, packed (4 * nranks) */
     size_t *vec_peer; /* what the peers said they send and expect (orb_call_check_vectors) */
     char last_error[ORB_ERRMSG_BYTES];
+    /* tracing (comm_trace.c) */
+    struct orb_comm_tracer *tracer; /* NULL: not tracing */
+    orb_trace_ring_t flight;        /* the flight recorder: the last calls */
+    orb_trace_clock_t flight_clock;
+    uint64_t trace_next_id;
+    int flight_dumped;              /* printed once, at the first error that ends the comm */
+    int64_t clock_offset_ns, clock_err_ns; /* rank 0's clock = mine + offset, within +- err */
 };
 
 /* Remember the detail of a failure (also logged at WARN). Returns st. */
@@ -120,6 +128,8 @@ orb_status_t orb_comm_start(struct orb_comm *c, const orb_unique_id_t *id, char 
 /* The live-communicator registry: every call checks its handle against it. */
 int orb_comm_live_add(struct orb_comm *c);
 void orb_comm_live_remove(struct orb_comm *c);
+/* fn on every live communicator, the registry locked (at exit: the tracer's last write). */
+void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 /* How long a waiting rank spins before yielding on this host (collective). */
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm/comm_impl.h"
+#include "comm/comm_trace.h"
 #include "comm/cuda_hooks.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -20,6 +21,7 @@ void orb_comm_free(struct orb_comm *c)
             orb_plan_free(&c->cache[i].plan);
     for (int i = 0; i < ORB_PLAN_CACHE; i++)
         free(c->cache[i].vec);
+    orb_comm_trace_teardown(c);
     orb_comm_topo_free(c);
     /* Endpoints first: their threads wake us through our box. */
     for (int t = 0; orb_transports[t]; t++)
@@ -257,7 +259,13 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
             c->ring_next = c->ring[(i + 1) % nranks];
             c->ring_prev = c->ring[(i + nranks - 1) % nranks];
         }
+    /* Rank 0's clock against ours, for traces on one timeline: always, since a trace may
+     * start at any call (orb_comm_trace_start), and it costs a few round trips. */
+    st = orb_bootstrap_clock(&c->bs, 6, orb_now() + init_timeout, &c->clock_offset_ns, &c->clock_err_ns);
+    if (st != ORB_OK)
+        return step_failed(st, err, errlen, "the exchange of clocks with rank 0");
     orb_comm_exec_env(c, spin_s);
+    orb_comm_trace_setup(c);
     return ORB_OK;
 }
 

@@ -18,11 +18,16 @@
     X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \
     X(IB_GID_INDEX, "ORBIT_IB_GID_INDEX", -1, "RoCE GID index to use (unset: the first RoCE v2 GID with an IPv4 address on an up interface)") \
     X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)") \
+    X(TRACE_STEPS, "ORBIT_TRACE_STEPS", 0, "1: the tracer (ORBIT_TRACE) also records each plan step per channel: when it started, how long it waited for the peer, moved and reduced data") \
+    X(TRACE_CALLS, "ORBIT_TRACE_CALLS", 65536, "calls the tracer's ring holds per communicator (about 90 bytes each); older ones are dropped and counted") \
+    X(TRACE_STEP_RECORDS, "ORBIT_TRACE_STEP_RECORDS", 262144, "plan steps the tracer's ring holds per communicator with ORBIT_TRACE_STEPS=1 (64 bytes each)") \
+    X(FLIGHT_CALLS, "ORBIT_FLIGHT_CALLS", 32, "calls the flight recorder keeps per communicator, printed after an error that ends the communicator (0: off)") \
     X(DETERMINISTIC, "ORBIT_DETERMINISTIC", 0, "1: all-reduce, reduce and reduce-scatter add in rank order, bitwise the same whatever algorithm, chunk, channels, ring or buffers (orb_comm_set_deterministic changes it per communicator); 0: the fastest plan")
 
 /* X(id, env name, default, help) for text knobs. */
 #define ORB_PARAM_STR_MAP(X)                                                                  \
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO (interface, topology and ring at init, each call's algorithm), TRACE")                     \
+    X(TRACE, "ORBIT_TRACE", "", "trace every call of every communicator into this directory (orbit-<comm>-r<rank>.trace, written at destroy, exit and on the first error; merge with orbit-trace DIR)") \
     X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier, bruck, ordered (empty: the tuner decides; reductions on 3 ranks or more in deterministic mode always run ordered)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it; empty: derived from MASTER_ADDR and MASTER_PORT)") \
     X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \

@@ -116,6 +116,20 @@ orb_status_t orb_comm_get_deterministic(orb_comm_t comm, int *on);
  * (default ORBIT_TIMEOUT; 0 or less: never). Local to this rank; a split or dup inherits it. */
 orb_status_t orb_comm_set_timeout(orb_comm_t comm, double seconds);
 orb_status_t orb_comm_get_timeout(orb_comm_t comm, double *seconds);
+/* Tracing (docs/profiling.md): from now on every call on comm is recorded (collective,
+ * count, dtype, op, root, bytes, algorithm, channels, transports, start and end on a clock
+ * common to all ranks) and, with steps != 0, each plan step per channel (start, wait, move,
+ * reduce), in memory; orb_comm_trace_stop, orb_comm_destroy, the process's exit and the first
+ * error that ends the communicator write it to dir/orbit-<comm>-r<rank>.trace, which the
+ * orbit-trace tool merges. Local to this rank (ORBIT_TRACE=dir starts it at init on every
+ * rank). Call from the thread that makes comm's calls. */
+orb_status_t orb_comm_trace_start(orb_comm_t comm, const char *dir, int steps);
+orb_status_t orb_comm_trace_stop(orb_comm_t comm);
+/* The calls the running trace holds, oldest first: how many, and call i's start and end
+ * (this process's CLOCK_MONOTONIC, ns) and bytes (nccl-tests' size of the call). For programs
+ * that put orbit's own timing of each call into a profile of their own (orbit-train). */
+orb_status_t orb_comm_trace_ncalls(orb_comm_t comm, size_t *n);
+orb_status_t orb_comm_trace_call(orb_comm_t comm, size_t i, int64_t *t_start_ns, int64_t *t_end_ns, size_t *bytes);
 /* Detail of the last failed call on comm ("" if none). Never NULL. */
 const char *orb_comm_last_error(orb_comm_t comm);
 /* An error raised in the background (peer lost, abort), ORB_OK if none. */

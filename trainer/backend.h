@@ -6,6 +6,7 @@
 #define ORB_TRAIN_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "orbit.h"
 
@@ -22,6 +23,11 @@ typedef struct {
     void (*destroy)(orb_train_backend_t *be);
     /* Fatal error on this rank: make the other ranks stop too. Any thread, any time. */
     void (*abort)(orb_train_backend_t *be);
+    /* Optional (NULL: --profile times each call around it): the library's own tracer records
+     * every call into dir, and last_call gives the last call's start and end (CLOCK_MONOTONIC
+     * ns) as the tracer measured them: one tracer in the project, not two. */
+    orb_status_t (*trace_start)(orb_train_backend_t *be, const char *dir);
+    orb_status_t (*last_call)(orb_train_backend_t *be, int64_t *t0_ns, int64_t *t1_ns);
 } orb_train_backend_ops_t;
 
 struct orb_train_backend {

@@ -53,6 +53,23 @@ static orb_status_t custom_reduce(orb_train_backend_t *be, void *buf, size_t cou
     return st == ORB_OK ? ORB_OK : custom_fail(be, st, "reduce");
 }
 
+static orb_status_t custom_trace_start(orb_train_backend_t *be, const char *dir)
+{
+    orb_status_t st = orb_comm_trace_start(be->impl, dir, 0);
+    return st == ORB_OK ? ORB_OK : custom_fail(be, st, "trace start");
+}
+
+static orb_status_t custom_last_call(orb_train_backend_t *be, int64_t *t0_ns, int64_t *t1_ns)
+{
+    size_t n = 0;
+    orb_status_t st = orb_comm_trace_ncalls(be->impl, &n);
+    if (st == ORB_OK && n == 0)
+        st = ORB_ERR_INVALID_ARG;
+    if (st == ORB_OK)
+        st = orb_comm_trace_call(be->impl, n - 1, t0_ns, t1_ns, NULL);
+    return st;
+}
+
 static void custom_destroy(orb_train_backend_t *be)
 {
     if (be->impl)
@@ -74,4 +91,6 @@ const orb_train_backend_ops_t orb_train_backend_custom_ops = {
     .reduce = custom_reduce,
     .destroy = custom_destroy,
     .abort = custom_abort,
+    .trace_start = custom_trace_start,
+    .last_call = custom_last_call,
 };

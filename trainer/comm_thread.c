@@ -12,6 +12,7 @@
 struct orb_train_comm {
     orb_train_backend_t be;
     orb_train_trace_t *trace;
+    int lib_traced; /* the backend's tracer records the calls (trace->lib_dir) */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
@@ -51,8 +52,11 @@ static orb_status_t run_job(orb_train_comm_t *c, const orb_train_job_t *j)
     default:
         return orb_train_fail(ORB_ERR_INTERNAL, "communication thread: unknown job %d", (int)j->kind);
     }
-    orb_train_trace_add(c->trace, kind, t0, orb_train_now_ns(), (int64_t)(j->count * orb_dtype_size(j->dtype)),
-                        j->step, j->bucket);
+    int64_t t1 = orb_train_now_ns();
+    /* the library's own tracer timed the call itself (without the averaging above) */
+    if (st == ORB_OK && c->trace && c->trace->enabled && c->lib_traced && be->ops->last_call(be, &t0, &t1) != ORB_OK)
+        t1 = orb_train_now_ns();
+    orb_train_trace_add(c->trace, kind, t0, t1, (int64_t)(j->count * orb_dtype_size(j->dtype)), j->step, j->bucket);
     return st;
 }
 
@@ -60,6 +64,12 @@ static void *comm_main(void *arg)
 {
     orb_train_comm_t *c = arg;
     orb_status_t st = c->be.ops->init(&c->be);
+    if (st == ORB_OK && c->trace && c->trace->enabled && c->trace->lib_dir && c->be.ops->trace_start) {
+        st = c->be.ops->trace_start(&c->be, c->trace->lib_dir);
+        c->lib_traced = st == ORB_OK;
+        if (st != ORB_OK)
+            c->be.ops->destroy(&c->be);
+    }
     pthread_mutex_lock(&c->mu);
     c->init_done = 1;
     if (st != ORB_OK) {

@@ -32,6 +32,7 @@ typedef struct {
 
 typedef struct {
     int enabled;
+    const char *lib_dir; /* communication trace: where the backend's own tracer writes (or NULL) */
     int64_t origin;
     orb_train_event_t *ev;
     size_t n, cap;

@@ -24,6 +24,7 @@
 typedef struct {
     const orb_train_opts_t *o;
     orb_train_trace_t tr_compute, tr_comm;
+    char lib_trace_dir[4096]; /* --profile PATH: orbit's own trace goes to PATH.orbit/ */
     orb_train_comm_t *comm;
     int rank, world, local_batch;
     orb_train_dataset_t train, test;
@@ -280,6 +281,10 @@ static orb_status_t run(run_t *r)
         ops = &orb_train_backend_none_ops;
     }
     r->tr_compute.enabled = r->tr_comm.enabled = o->profile != NULL;
+    if (o->profile) {
+        snprintf(r->lib_trace_dir, sizeof r->lib_trace_dir, "%s.orbit", o->profile);
+        r->tr_comm.lib_dir = r->lib_trace_dir;
+    }
     ORB_TRAIN_CHECK(orb_train_comm_start(ops, &r->tr_comm, &r->comm));
     r->rank = orb_train_comm_rank(r->comm);
     r->world = orb_train_comm_world(r->comm);

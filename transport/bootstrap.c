@@ -532,6 +532,59 @@ orb_status_t orb_bootstrap_barrier(orb_bootstrap_t *bs, double deadline)
     return st;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+orb_status_t orb_bootstrap_clock(orb_bootstrap_t *bs, int rounds, double deadline, int64_t *offset_ns,
+                                 int64_t *err_ns)
+{
+    char why[160] = "connection closed";
+    orb_status_t st = ORB_OK;
+    *offset_ns = *err_ns = 0;
+    if (bs->rank == 0) {
+        for (int r = 1; r < bs->nranks && st == ORB_OK; r++) {
+            int64_t best[2] = {0, INT64_MAX}; /* offset, half round trip */
+            for (int k = 0; k < rounds && st == ORB_OK; k++) {
+                int64_t t1 = mono_ns(), tr = 0;
+                st = send_msg(bs->fds[r], ORB_BOOT_CLOCK, &t1, sizeof t1, NULL, 0, deadline);
+                if (st == ORB_OK)
+                    st = recv_msg(bs->fds[r], ORB_BOOT_CLOCK, &tr, sizeof tr, deadline, why, sizeof why);
+                int64_t t2 = mono_ns();
+                if (st == ORB_OK && (t2 - t1) / 2 < best[1]) {
+                    best[0] = t1 + (t2 - t1) / 2 - tr;
+                    best[1] = (t2 - t1) / 2;
+                }
+            }
+            if (st == ORB_OK)
+                st = send_msg(bs->fds[r], ORB_BOOT_CLOCK, best, sizeof best, NULL, 0, deadline);
+            else
+                ORB_WARN("bootstrap clock exchange: rank %d: %s", r, why);
+        }
+        return st;
+    }
+    for (int k = 0; k < rounds && st == ORB_OK; k++) {
+        int64_t t1;
+        st = recv_msg(bs->root_fd, ORB_BOOT_CLOCK, &t1, sizeof t1, deadline, why, sizeof why);
+        int64_t now = mono_ns();
+        if (st == ORB_OK)
+            st = send_msg(bs->root_fd, ORB_BOOT_CLOCK, &now, sizeof now, NULL, 0, deadline);
+    }
+    int64_t best[2];
+    if (st == ORB_OK)
+        st = recv_msg(bs->root_fd, ORB_BOOT_CLOCK, best, sizeof best, deadline, why, sizeof why);
+    if (st != ORB_OK) {
+        ORB_WARN("bootstrap clock exchange: rank 0: %s", why);
+        return st;
+    }
+    *offset_ns = best[0];
+    *err_ns = best[1];
+    return ORB_OK;
+}
+
 orb_status_t orb_bootstrap_check(orb_bootstrap_t *bs, int *lost)
 {
     struct pollfd p;

@@ -67,6 +67,11 @@ orb_status_t orb_bootstrap_init(orb_bootstrap_t *bs, const orb_unique_id_t *id, 
 /* Every rank's `size` bytes (mine at buf + rank*size) end up at every rank. */
 orb_status_t orb_bootstrap_allgather(orb_bootstrap_t *bs, void *buf, size_t size, double deadline);
 orb_status_t orb_bootstrap_barrier(orb_bootstrap_t *bs, double deadline);
+/* Collective: how far this rank's CLOCK_MONOTONIC is from rank 0's. Rank 0 trades `rounds`
+ * time stamps with each rank in turn and keeps the exchange of least round trip (Cristian's
+ * method): rank 0's time = mine + *offset_ns, within +- *err_ns (half that round trip). */
+orb_status_t orb_bootstrap_clock(orb_bootstrap_t *bs, int rounds, double deadline, int64_t *offset_ns,
+                                 int64_t *err_ns);
 /* Non-blocking: ORB_ERR_PEER_LOST with *lost set when a bootstrap socket closed. */
 orb_status_t orb_bootstrap_check(orb_bootstrap_t *bs, int *lost);
 void orb_bootstrap_close(orb_bootstrap_t *bs);
@@ -79,7 +84,7 @@ typedef struct {
     uint32_t len;
     uint32_t pad;
 } orb_boot_hdr_t;
-enum { ORB_BOOT_HELLO = 1, ORB_BOOT_TABLE, ORB_BOOT_GATHER, ORB_BOOT_GATHER_ALL };
+enum { ORB_BOOT_HELLO = 1, ORB_BOOT_TABLE, ORB_BOOT_GATHER, ORB_BOOT_GATHER_ALL, ORB_BOOT_CLOCK };
 typedef struct {
     uint8_t secret[ORB_SECRET_BYTES];
     int32_t nranks;

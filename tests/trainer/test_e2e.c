@@ -3,6 +3,7 @@
  * profile written. And data errors through the program: a missing or corrupt file stops
  * every rank with a message naming the file.
  * usage: test_trainer_e2e ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi */
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,6 +65,29 @@ int main(int argc, char **argv)
                  strstr(trace, "\"pid\": 1"),
              "trace %s lacks events", prof);
     free(trace);
+    if (strcmp(kind, "mpi") != 0) { /* orbit's own tracer timed the calls: its files are there */
+        char tdir[4300], path[4600];
+        snprintf(tdir, sizeof tdir, "%s.orbit", prof);
+        for (int r = 0; r < 2; r++) {
+            DIR *d = opendir(tdir);
+            TT_CHECK(d != NULL, "--profile %s left no orbit trace directory %s", prof, tdir);
+            struct dirent *e;
+            char suffix[32];
+            snprintf(suffix, sizeof suffix, "-r%d.trace", r);
+            int found = 0;
+            while ((e = readdir(d)))
+                if (!strncmp(e->d_name, "orbit-", 6) && strlen(e->d_name) > strlen(suffix) &&
+                    !strcmp(e->d_name + strlen(e->d_name) - strlen(suffix), suffix)) {
+                    snprintf(path, sizeof path, "%s/%s", tdir, e->d_name);
+                    found++;
+                }
+            closedir(d);
+            TT_CHECK(found == 1, "%d trace files of rank %d in %s, expected 1", found, r, tdir);
+            char *t = tt_read_file(path, NULL);
+            TT_CHECK(t && strstr(t, " allreduce ") && strstr(t, "\nend\n"), "%s lacks all-reduce calls or its end", path);
+            free(t);
+        }
+    }
     free(log);
 
     /* missing file: every rank stops, the message names it */

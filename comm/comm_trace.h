@@ -1,0 +1,36 @@
+/* The tracer and the flight recorder of a communicator (docs/profiling.md).
+ *
+ * The flight recorder is always on: the last ORBIT_FLIGHT_CALLS calls, a few stores each.
+ * When a call fails in a way that ends the communicator (timeout, mismatch, lost peer,
+ * abort), every rank prints them after its error, so the user sees what each rank was doing.
+ * The tracer (ORBIT_TRACE=DIR or orb_comm_trace_start) also keeps every call with its times
+ * and, with ORBIT_TRACE_STEPS=1, each plan step per channel, in rings of fixed size; the rings
+ * go to DIR/orbit-<comm>-r<rank>.trace when tracing stops, at destroy, at exit and on the
+ * first error. Nothing is written or allocated on the hot path. */
+#ifndef ORB_COMM_TRACE_H
+#define ORB_COMM_TRACE_H
+
+#include "comm/coll_call.h"
+#include "core/trace.h"
+
+/* A call's records while it runs (NULL where that recorder is off). */
+typedef struct {
+    orb_trace_call_t *flight, *trace;
+    uint64_t id;
+} orb_trace_mark_t;
+
+/* At the end of init (every rank): the flight ring, and tracing when ORBIT_TRACE is set. */
+void orb_comm_trace_setup(struct orb_comm *c);
+/* At destroy: writes the trace if one runs, frees both recorders. */
+void orb_comm_trace_teardown(struct orb_comm *c);
+
+/* A call that is about to run (p planned and signed); sets p->trace_id. */
+void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_trace_mark_t *m);
+void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st);
+/* Before the host executor runs n calls: room for their step timings (steps traced only). */
+void orb_comm_trace_exec(struct orb_comm *c, int n);
+/* A call failed with st: when st ends the communicator, print the flight recorder after the
+ * error (once) and write the trace. */
+void orb_comm_trace_failed(struct orb_comm *c, orb_status_t st);
+
+#endif
