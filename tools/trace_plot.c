@@ -28,7 +28,7 @@ typedef struct {
 
 static const rgb_t BLACK = {0, 0, 0}, WHITE = {255, 255, 255}, AXIS = {90, 90, 90}, GRID = {228, 228, 228};
 static const rgb_t BAND_ALT = {246, 246, 250}, WAIT = {175, 175, 175}, MOVE = {60, 110, 225};
-static const rgb_t REDUCE = {235, 125, 25}, OTHER = {215, 215, 215}, FAIL = {220, 0, 0};
+static const rgb_t REDUCE = {225, 185, 20}, OTHER = {215, 215, 215}, FAIL = {220, 0, 0};
 
 static const struct {
     const char *coll;
@@ -152,8 +152,9 @@ static void draw_legend(img_t *im, const trace_set_t *set, bool steps)
     x = text(im, x, y + 2, "calls:", 2, BLACK) + 8;
     for (size_t i = 0; i < NPAL; i++) {
         bool used = false;
-        for (size_t g = 0; g < set->ngroups && !used; g++)
-            used = !strcmp(set->groups[g].coll, palette[i].coll);
+        for (size_t r = 0; r < set->nranks && !used; r++)
+            for (size_t c = 0; c < set->ranks[r].ncalls && !used; c++)
+                used = !strcmp(set->ranks[r].calls[c].coll, palette[i].coll);
         if (!used)
             continue;
         fill(im, x, y, x + 16, y + 16, palette[i].c);
@@ -202,7 +203,7 @@ int trace_plot_write(const trace_set_t *set, const char *path)
         snprintf(buf, sizeof(buf), "rank %d", r->rank);
         text(&im, 12, y + BAND_PAD + 4, buf, 2, BLACK);
         if (set->ncomms > 1) {
-            snprintf(buf, sizeof(buf), "comm %.8s", r->comm);
+            snprintf(buf, sizeof(buf), "comm %s", r->comm);
             text(&im, 12, y + BAND_PAD + 22, buf, 1, AXIS);
         }
         int cy = y + BAND_PAD;

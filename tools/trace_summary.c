@@ -87,8 +87,9 @@ typedef struct {
     size_t last;
 } blame_t;
 
+/* Per collective and communicator: a rank's share is of its own communicator's time. */
 typedef struct {
-    const char *coll;
+    const char *coll, *comm;
     int64_t call_time; /* sum over ranks and calls of t_end - t_start */
     blame_t *by_rank;  /* set->nranks entries */
 } straggle_t;
@@ -122,7 +123,17 @@ static int straggle_cmp(const void *a, const void *b)
 {
     const straggle_t *x = a, *y = b;
     int c = coll_rank(x->coll) - coll_rank(y->coll);
-    return c ? c : strcmp(x->coll, y->coll);
+    if (!c)
+        c = strcmp(x->coll, y->coll);
+    return c ? c : strcmp(x->comm, y->comm);
+}
+
+static size_t straggle_find(const straggle_t *st, size_t n, const char *coll, const char *comm)
+{
+    size_t k;
+    for (k = 0; k < n && (strcmp(st[k].coll, coll) || strcmp(st[k].comm, comm)); k++)
+        ;
+    return k;
 }
 
 static row_t *build_rows(const trace_set_t *set, size_t *nrows)
@@ -174,12 +185,10 @@ static straggle_t *build_stragglers(const trace_set_t *set, size_t *nout)
             const trace_call_t *c = &r->calls[j];
             if (trace_is_p2p(c->coll) || c->seq < 0)
                 continue;
-            size_t k;
-            for (k = 0; k < n && strcmp(st[k].coll, c->coll); k++)
-                ;
+            size_t k = straggle_find(st, n, c->coll, r->comm);
             if (k == n) {
                 st = realloc(st, (n + 1) * sizeof(*st));
-                st[n] = (straggle_t){.coll = c->coll, .by_rank = calloc(set->nranks, sizeof(blame_t))};
+                st[n] = (straggle_t){.coll = c->coll, .comm = r->comm, .by_rank = calloc(set->nranks, sizeof(blame_t))};
                 for (size_t q = 0; q < set->nranks; q++)
                     st[n].by_rank[q].rank = (int)q;
                 n++;
@@ -203,9 +212,7 @@ static straggle_t *build_stragglers(const trace_set_t *set, size_t *nout)
             if (k != last && until > c->t0)
                 wait += until - c->t0;
         }
-        size_t s;
-        for (s = 0; s < n && strcmp(st[s].coll, g->coll); s++)
-            ;
+        size_t s = straggle_find(st, n, g->coll, g->comm);
         st[s].by_rank[m[last].rank].wait += wait;
         st[s].by_rank[m[last].rank].last++;
     }
@@ -275,8 +282,8 @@ static void print_text(FILE *out, const trace_set_t *set, const row_t *rows, siz
             if (b->wait <= 0 || st[s].call_time <= 0)
                 continue;
             rank_name(who, sizeof(who), set, b->rank);
-            fprintf(out, "  %s made the others wait %.1f%% of %s time (%.3f ms over %zu calls)\n", who,
-                    100 * share(b->wait, st[s].call_time), st[s].coll, b->wait / 1e6, b->last);
+            fprintf(out, "  %s made the others wait %.1f%% of %s time (%.3f ms over %zu call%s)\n", who,
+                    100 * share(b->wait, st[s].call_time), st[s].coll, b->wait / 1e6, b->last, b->last == 1 ? "" : "s");
             any = true;
         }
     if (!any)
@@ -284,7 +291,7 @@ static void print_text(FILE *out, const trace_set_t *set, const row_t *rows, siz
     fprintf(out, "\nclock: largest offset error %.3f us", mi->error_ns / 1e3);
     if (mi->error_rank >= 0) {
         rank_name(who, sizeof(who), set, mi->error_rank);
-        fprintf(out, " (%s); waits shorter than that are noise", who);
+        fprintf(out, ", on %s; waits shorter than that are noise", who);
     }
     fprintf(out, "\ndropped (trace ring full; raise the ring size): %" PRId64 " calls, %" PRId64 " steps\n",
             mi->calls_dropped, mi->steps_dropped);
@@ -324,23 +331,29 @@ static int write_json(const char *path, const trace_set_t *set, const row_t *row
             ", \"wait_share\": %.6f, \"move_share\": %.6f, \"reduce_share\": %.6f},\n\"stragglers\": {",
             sp->n, sp->time, sp->wait, sp->move, sp->reduce, share(sp->wait, sp->time), share(sp->move, sp->time),
             share(sp->reduce, sp->time));
+    bool first = true;
     for (size_t s = 0; s < nst; s++) {
-        fprintf(f, "%s\n  ", s ? "," : "");
-        trace_json_str(f, st[s].coll);
-        fprintf(f, ": {\"call_time_ns\": %" PRId64 ", \"ranks\": [", st[s].call_time);
-        bool first = true;
+        bool new_coll = s == 0 || strcmp(st[s].coll, st[s - 1].coll);
+        if (new_coll) {
+            fprintf(f, "%s\n  ", s ? "]," : "");
+            trace_json_str(f, st[s].coll);
+            fprintf(f, ": [");
+        }
+        first = first || new_coll;
         for (size_t k = 0; k < set->nranks; k++) {
             const blame_t *b = &st[s].by_rank[k];
             if (b->wait == 0 && b->last == 0)
                 continue;
-            fprintf(f, "%s\n    {\"comm\": \"%s\", \"rank\": %d, \"wait_ns\": %" PRId64
-                       ", \"share\": %.6f, \"last_calls\": %zu}",
+            fprintf(f,
+                    "%s\n    {\"comm\": \"%s\", \"rank\": %d, \"wait_ns\": %" PRId64
+                    ", \"share\": %.6f, \"last_calls\": %zu, \"call_time_ns\": %" PRId64 "}",
                     first ? "" : ",", set->ranks[b->rank].comm, set->ranks[b->rank].rank, b->wait,
-                    share(b->wait, st[s].call_time), b->last);
+                    share(b->wait, st[s].call_time), b->last, st[s].call_time);
             first = false;
         }
-        fprintf(f, "]}");
     }
+    if (nst)
+        fprintf(f, "]");
     fprintf(f, "},\n\"clock_error_ns_max\": %" PRId64 ", \"dropped\": {\"calls\": %" PRId64 ", \"steps\": %" PRId64
                "},\n\"missing\": [",
             mi->error_ns, mi->calls_dropped, mi->steps_dropped);
@@ -348,7 +361,7 @@ static int write_json(const char *path, const trace_set_t *set, const row_t *row
         fprintf(f, "%s{\"comm\": \"%s\", \"rank\": %d}", i ? ", " : "", set->missing[i].comm,
                 set->missing[i].rank);
     fprintf(f, "],\n\"truncated\": [");
-    bool first = true;
+    first = true;
     for (size_t i = 0; i < set->nranks; i++)
         if (set->ranks[i].truncated) {
             fprintf(f, "%s", first ? "" : ", ");
