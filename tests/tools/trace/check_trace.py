@@ -114,6 +114,7 @@ def fixtures():
         check(len(ar) == 3 and all(e['args']['bytes'] == 6000000 and e['args']['algo'] == 'ring' for e in ar),
               'allreduce seq 1 args')
         check(min(ns(e['ts']) for e in events if e['ph'] == 'X') == 0, 'times relative to the earliest event')
+        check(not any('clipped_us' in e['args'] for e in calls + steps), 'nothing clipped in the fixtures')
 
         with open(os.path.join(tmp, 's.json')) as f:
             s = json.load(f)
@@ -180,6 +181,18 @@ def overlap():
         check(rc == 0, 'exit status %d: %s' % (rc, err))
         _, tracks, _ = check_chrome(os.path.join(tmp, 'o.json'))
         check(sum(len(v) for v in tracks.values()) == 600, 'every event written')
+        # Cut only what truly overlaps: an event is clipped only when another started strictly
+        # before it and ended inside it (equal starts nest, the longer one outside).
+        nclipped = 0
+        for evs in tracks.values():
+            for e in evs:
+                if 'clipped_us' not in e['args']:
+                    continue
+                nclipped += 1
+                t0, end = ns(e['ts']), ns(e['ts']) + ns(e['dur']) + ns(e['args']['clipped_us'])
+                check(any(ns(o['ts']) < t0 < ns(o['ts']) + ns(o['dur']) < end for o in evs),
+                      'clipped with no partial overlap: %s' % e)
+        check(nclipped > 0, 'the generated tracks do overlap')
     finally:
         shutil.rmtree(tmp)
 
