@@ -7,6 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* qsort, but an empty array may be NULL (qsort's pointer must not be, even for n == 0). */
+static inline void trace_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n)
+        qsort(base, n, size, cmp);
+}
 
 #define TRACE_WORD 32 /* longest word field (coll, dtype, algo, status, ...) */
 

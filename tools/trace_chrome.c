@@ -169,7 +169,7 @@ int trace_chrome_write(const trace_set_t *set, const char *path)
         for (size_t j = 0; j < r->nsteps; j++)
             ev[n++] = (event_t){pid, r->steps[j].channel + 1, r->steps[j].t0, r->steps[j].t1, true, {(int)i, j}};
     }
-    qsort(ev, n, sizeof(*ev), event_cmp);
+    trace_sort(ev, n, sizeof(*ev), event_cmp);
     for (size_t i = 0; i < n;) {
         size_t e = i;
         while (e < n && ev[e].pid == ev[i].pid && ev[e].tid == ev[i].tid)

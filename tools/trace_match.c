@@ -84,7 +84,7 @@ static bool same_pair(const link_t *x, const link_t *y)
 static void pair_links(link_t *l, size_t n, void (*pair)(const link_t *, const link_t *, void *),
                        void (*unpaired)(const link_t *, void *), void *ctx)
 {
-    qsort(l, n, sizeof(*l), link_cmp);
+    trace_sort(l, n, sizeof(*l), link_cmp);
     for (size_t s = 0; s < n;) {
         size_t r = s, e;
         while (r < n && !l[r].is_recv && same_pair(&l[s], &l[r]))
@@ -256,7 +256,7 @@ int trace_set_match(trace_set_t *set)
     if (set->t_min > set->t_max)
         set->t_min = set->t_max = 0;
 
-    qsort(refs, nrefs, sizeof(*refs), coll_ref_cmp);
+    trace_sort(refs, nrefs, sizeof(*refs), coll_ref_cmp);
     for (size_t i = 0; i < nrefs;) {
         size_t e = i + 1, k = i + 1;
         while (e < nrefs && !strcmp(set->ranks[refs[e].rank].comm, set->ranks[refs[i].rank].comm) &&

@@ -208,8 +208,8 @@ static int read_file(const char *path, trace_rank_t *r)
                 "using the %zu calls and %zu steps it holds\n",
                 path, r->ncalls, r->nsteps);
     }
-    qsort(r->calls, r->ncalls, sizeof(*r->calls), call_cmp);
-    qsort(r->steps, r->nsteps, sizeof(*r->steps), step_cmp);
+    trace_sort(r->calls, r->ncalls, sizeof(*r->calls), call_cmp);
+    trace_sort(r->steps, r->nsteps, sizeof(*r->steps), step_cmp);
     for (size_t i = 0; i < r->nsteps; i++)
         if (r->steps[i].channel + 1 > r->nchannels)
             r->nchannels = r->steps[i].channel + 1;
@@ -259,7 +259,7 @@ int trace_dir_read(const char *dir, trace_set_t *set)
         }
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), name_cmp);
+    trace_sort(names, n, sizeof(*names), name_cmp);
     set->ranks = calloc(n ? n : 1, sizeof(*set->ranks));
     for (size_t i = 0; i < n; i++) {
         trace_rank_t *r = &set->ranks[set->nranks];
@@ -284,7 +284,7 @@ int trace_dir_read(const char *dir, trace_set_t *set)
                 dir, dir);
         return -1;
     }
-    qsort(set->ranks, set->nranks, sizeof(*set->ranks), rank_cmp);
+    trace_sort(set->ranks, set->nranks, sizeof(*set->ranks), rank_cmp);
     /* Two files claiming one (comm, rank): keep the first, so every track is one process. */
     size_t k = 0;
     for (size_t i = 0; i < set->nranks; i++) {

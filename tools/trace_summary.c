@@ -164,12 +164,12 @@ static row_t *build_rows(const trace_set_t *set, size_t *nrows)
     }
     for (size_t r = 0; r < n; r++) {
         row_t *row = &rows[r];
-        qsort(row->times, row->n, sizeof(*row->times), i64_cmp);
+        trace_sort(row->times, row->n, sizeof(*row->times), i64_cmp);
         row->median = row->n % 2 ? row->times[row->n / 2] : (row->times[row->n / 2 - 1] + row->times[row->n / 2]) / 2;
         row->algbw = row->median > 0 ? (double)row->bytes / (double)row->median : 0; /* bytes/ns = GB/s */
         row->busbw = row->algbw * bus_factor(row->coll, row->nranks);
     }
-    qsort(rows, n, sizeof(*rows), row_cmp);
+    trace_sort(rows, n, sizeof(*rows), row_cmp);
     *nrows = n;
     return rows;
 }
@@ -217,8 +217,8 @@ static straggle_t *build_stragglers(const trace_set_t *set, size_t *nout)
         st[s].by_rank[m[last].rank].last++;
     }
     for (size_t s = 0; s < n; s++)
-        qsort(st[s].by_rank, set->nranks, sizeof(blame_t), blame_cmp);
-    qsort(st, n, sizeof(*st), straggle_cmp);
+        trace_sort(st[s].by_rank, set->nranks, sizeof(blame_t), blame_cmp);
+    trace_sort(st, n, sizeof(*st), straggle_cmp);
     *nout = n;
     return st;
 }
