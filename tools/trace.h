@@ -35,7 +35,7 @@ typedef struct {
 /* One file: one rank of one communicator. */
 typedef struct {
     char *path;
-    char comm[17], host[64];
+    char comm[17], host[256]; /* a fully qualified name fits */
     int rank, nranks;
     long pid;
     int64_t offset_ns, error_ns, calls_dropped, steps_dropped;

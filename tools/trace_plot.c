@@ -120,10 +120,12 @@ static void draw_step(img_t *im, const scale_t *sc, const trace_step_t *s, int y
     fill(im, b - 1, y0, b, y1, WHITE); /* a gap so neighbouring steps stay apart */
 }
 
-/* A tick every 1, 2 or 5 x 10^k ms, about ten across. */
-static void draw_axis(img_t *im, const scale_t *sc, int y)
+/* A tick every 1, 2 or 5 x 10^k ms, about ten across; grid: only the faint lines behind the
+ * bands (drawn first, so boxes cover them), else the axis with its labels. */
+static void draw_axis(img_t *im, const scale_t *sc, int y, bool grid)
 {
-    fill(im, sc->x0, y, sc->x1 + 1, y + 2, AXIS);
+    if (!grid)
+        fill(im, sc->x0, y, sc->x1 + 1, y + 2, AXIS);
     double span_ms = sc->span / 1e6, raw = span_ms / 10, p = pow(10, floor(log10(raw))), step = p;
     if (raw / p > 5)
         step = 10 * p;
@@ -137,13 +139,17 @@ static void draw_axis(img_t *im, const scale_t *sc, int y)
         if (ms > span_ms + 1e-12)
             break;
         int x = xpos(sc, sc->t_min + (int64_t)llround(ms * 1e6));
-        fill(im, x, TOP_H - 4, x + 1, y, GRID);
+        if (grid) {
+            fill(im, x, TOP_H - 4, x + 1, y, GRID);
+            continue;
+        }
         fill(im, x, y, x + 1, y + 8, AXIS);
         char buf[32];
         snprintf(buf, sizeof(buf), "%.*f", decimals, ms);
         text(im, x - text_width(buf, 2) / 2, y + 12, buf, 2, BLACK);
     }
-    text(im, sc->x1 - text_width("time (ms)", 2), y + 32, "time (ms)", 2, AXIS);
+    if (!grid)
+        text(im, sc->x1 - text_width("time (ms)", 2), y + 32, "time (ms)", 2, AXIS);
 }
 
 static void draw_legend(img_t *im, const trace_set_t *set, bool steps)
@@ -195,11 +201,17 @@ int trace_plot_write(const trace_set_t *set, const char *path)
     draw_legend(&im, set, steps);
 
     int y = TOP_H;
+    for (size_t i = 0; i < set->nranks; i++) { /* backgrounds and grid first, boxes over them */
+        int band = CALL_H + chan_rows(&set->ranks[i]) * CHAN_H + 2 * BAND_PAD;
+        if (i % 2)
+            fill(&im, 0, y, im.w, y + band, BAND_ALT);
+        y += band;
+    }
+    draw_axis(&im, &sc, y + 4, true);
+    y = TOP_H;
     for (size_t i = 0; i < set->nranks; i++) {
         const trace_rank_t *r = &set->ranks[i];
         int band = CALL_H + chan_rows(r) * CHAN_H + 2 * BAND_PAD;
-        if (i % 2)
-            fill(&im, 0, y, im.w, y + band, BAND_ALT);
         snprintf(buf, sizeof(buf), "rank %d", r->rank);
         text(&im, 12, y + BAND_PAD + 4, buf, 2, BLACK);
         if (set->ncomms > 1) {
@@ -229,7 +241,7 @@ int trace_plot_write(const trace_set_t *set, const char *path)
         }
         y += band;
     }
-    draw_axis(&im, &sc, y + 4);
+    draw_axis(&im, &sc, y + 4, false);
     int rc = trace_png_write(path, im.px, im.w, im.h);
     free(im.px);
     return rc;

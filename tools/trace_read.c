@@ -71,6 +71,7 @@ static int parse_header(char **t, trace_rank_t *r)
         strcmp(t[8], "pid"))
         return -1;
     if (parse_int(t[1], &r->rank) || parse_int(t[3], &r->nranks) || strlen(t[5]) != 16 ||
+        strspn(t[5], "0123456789abcdefABCDEF") != 16 ||
         copy_word(r->comm, sizeof(r->comm), t[5]) || copy_word(r->host, sizeof(r->host), t[7]) ||
         parse_i64(t[9], &pid) || r->rank < 0 || r->nranks <= r->rank)
         return -1;
