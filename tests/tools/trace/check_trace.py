@@ -54,7 +54,8 @@ def check_chrome(path):
             last = t0
             while stack and stack[-1] <= t0:
                 stack.pop()
-            check(not stack or t1 <= stack[-1], 'track %s: %s overlaps its parent\'s end %d' % (key, e, stack[-1] if stack else 0))
+            check(not stack or t1 <= stack[-1],
+                  'track %s: %s overlaps its parent\'s end %d' % (key, e, stack[-1] if stack else 0))
             stack.append(t1)
     flows = {}
     for e in events:
@@ -173,7 +174,8 @@ def overlap():
             t1 = t0 + 1000 * rnd.choice([0, 0, 1, 3, 10])
             lines.append('call %d %d allreduce 1 float32 sum -1 4 ring simple 1 shm %d %d OK' % (i, i, t0, t1))
             for k in range(2):
-                lines.append('step %d %d %d copy -1 -1 4 %d %d 0 0 0' % (i, k % 2, k, t0, t0 + rnd.choice([0, 500, 4000])))
+                t1 = t0 + rnd.choice([0, 500, 4000])
+                lines.append('step %d %d %d copy -1 -1 4 %d %d 0 0 0' % (i, k % 2, k, t0, t1))
         lines.append('end')
         with open(os.path.join(tmp, 'orbit-0123456789abcdef-r0.trace'), 'w') as f:
             f.write('\n'.join(lines) + '\n')
