@@ -60,8 +60,8 @@ int main(int argc, char **argv)
     }
     trace_set_t set;
     int rc = 1;
-    if (trace_dir_read(dir, &set))
-        goto err_read;
+    if (trace_dir_read(dir, &set)) /* it leaves set freeable either way */
+        goto err;
     if (trace_set_match(&set) || trace_chrome_write(&set, out))
         goto err;
     if (plot && trace_plot_write(&set, plot))
@@ -73,7 +73,6 @@ int main(int argc, char **argv)
     rc = 0;
 err:
     trace_set_free(&set);
-err_read:
     free(def_out);
     return rc;
 }
