@@ -181,7 +181,8 @@ def main():
             if max(ar, key=ar.get, default=None) != 2:
                 fail(f"allreduce: the largest straggler is not rank 2: {ar}")
             bc = mine.get("broadcast", {})
-            if not (n - 1) * DELAY_NS // 2 <= bc.get(2, 0) <= (n - 1) * DELAY_NS * 3:
+            # the root of a broadcast may go on before rank 2 arrives: at least one rank waited
+            if not DELAY_NS // 2 <= bc.get(2, 0) <= (n - 1) * DELAY_NS * 3:
                 fail(f"broadcast: rank 2 made the others wait {bc.get(2, 0)} ns")
             summary, r = run_tool(tool, d)
             if summary is not None:
@@ -255,7 +256,7 @@ def main():
             if not comms:
                 fail("no trace written")
             summary, r = run_tool(tool, d)
-            if summary is not None and "84" not in r.stdout:
+            if summary is not None and f"{84 * n} calls" not in r.stdout:  # summed over the ranks
                 fail(f"orbit-trace does not report the 84 dropped calls:\n{r.stdout}")
         elif mode in ("mismatch", "kill"):
             r = run_job(orbitrun, prog, mode, n, d, {"ORBIT_TRACE": d}, expect_ok=(mode == "mismatch"))
