@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Runs a test_trace job under orbitrun and checks what the tracer left, from the files alone.
 
-    check_trace.py MODE NRANKS ORBITRUN TEST_TRACE ORBIT_TRACE_TOOL
+    check_trace.py MODE NRANKS ORBITRUN TEST_TRACE ORBIT_TRACE_TOOL [--netns NETNS_RUN]
+
+With --netns the ranks run one per network namespace (tests/net/netns_run.sh: separate "hosts"
+joined by TCP), so the trace crosses the network and the clocks are aligned over it.
 
 The expectations come from what test_trace.c is known to do (the calls, their sizes, the
 delays it injects), never from orbit's own summary: the per-rank files are parsed here, and the
@@ -67,10 +70,22 @@ def load(d):
     return out
 
 
+NETNS = None  # tests/net/netns_run.sh when the ranks run on namespace "hosts"
+
+
 def run_job(orbitrun, prog, mode, n, d, env_extra, expect_ok=True):
     env = dict(os.environ, ORBIT_INIT_TIMEOUT="30", ORBIT_TIMEOUT="30", **env_extra)
-    r = subprocess.run([orbitrun, "-n", str(n), prog, mode, d], env=env, capture_output=True, text=True,
-                       timeout=120)
+    if NETNS:
+        cmd = ["bash", NETNS, "-t", "90", "-H", str(n)]
+        for k, v in env_extra.items():
+            cmd += ["-e", f"{k}={v}"]
+        cmd += ["--", prog, mode, d]
+    else:
+        cmd = [orbitrun, "-n", str(n), prog, mode, d]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    if NETNS and r.returncode == 77:
+        print(f"skip: no network namespaces here:\n{r.stdout}{r.stderr}")
+        sys.exit(77)
     if expect_ok and r.returncode != 0:
         fail(f"test_trace {mode} on {n} ranks exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
     return r
@@ -152,7 +167,10 @@ def check_chrome(path):
 
 
 def main():
+    global NETNS
     mode, n, orbitrun, prog, tool = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    if sys.argv[6:7] == ["--netns"]:
+        NETNS = sys.argv[7]
     with tempfile.TemporaryDirectory(prefix="orbit-trace-test-") as d:
         if mode == "known":
             run_job(orbitrun, prog, mode, n, d, {"ORBIT_TRACE": d})
@@ -170,6 +188,10 @@ def main():
                     fail(f"rank {r}: {head['dropped_calls']} calls dropped")
                 if not 0 <= head["error_ns"] < 50_000_000:
                     fail(f"rank {r}: clock error {head['error_ns']} ns")
+                # one rank a host: every peer is reached over TCP; on one host, shared memory
+                want_tp = "tcp" if NETNS else "shm"
+                if any(c["transports"] != want_tp for c in calls):
+                    fail(f"rank {r}: transports {sorted(set(c['transports'] for c in calls))}, expected {want_tp}")
             mine = stragglers(ranks)
             # rank 2 was late by DELAY before allreduce #2 and #4: each of the n-1 others waited
             # about DELAY each time (at least half of it: the previous call ends within
