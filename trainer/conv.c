@@ -165,7 +165,7 @@ static orb_status_t conv_setup(orb_train_layer_t *l, int max_batch)
     l->state = st;
     l->out = (orb_train_shape_t){l->out_c, oh, ow};
     l->nweights = (size_t)l->out_c * st->K;
-    l->nbias = (size_t)l->out_c;
+    l->nbias = l->no_bias ? 0 : (size_t)l->out_c;
     l->work_floats = st->col_floats + st->tmp_floats + st->pad_floats;
     return ORB_OK;
 }
@@ -214,7 +214,7 @@ static void conv_forward(orb_train_layer_t *l, const orb_train_pass_t *p, const 
                          float *y)
 {
     const conv_state_t *st = l->state;
-    const float *bias = w + l->nweights;
+    const float *bias = l->nbias ? w + l->nweights : NULL;
     int co = l->out_c, ow = l->out.w, oh = l->out.h;
     size_t opix = (size_t)oh * ow, out_sz = orb_train_shape_size(l->out);
     float *col = p->work, *tmp = col + st->col_floats, *pad = tmp + st->tmp_floats;
@@ -231,7 +231,7 @@ static void conv_forward(orb_train_layer_t *l, const orb_train_pass_t *p, const 
         for (int j = 0; j < gn; j++)
             for (int c = 0; c < co; c++)
                 scatter_rows(y + (size_t)(b0 + j) * out_sz + (size_t)c * opix,
-                             out + (size_t)c * ld + (size_t)j * st->P, oh, ow, rowlen, bias[c], l->relu);
+                             out + (size_t)c * ld + (size_t)j * st->P, oh, ow, rowlen, bias ? bias[c] : 0.0f, l->relu);
     }
 }
 
@@ -244,9 +244,10 @@ static void conv_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const
     size_t opix = (size_t)oh * ow, in_sz = orb_train_shape_size(l->in), out_sz = orb_train_shape_size(l->out);
     float *col = p->work, *tmp = col + st->col_floats, *pad = tmp + st->tmp_floats;
     size_t rowlen = st->wide ? (size_t)st->wp : (size_t)ow;
-    float *db = dw + l->nweights;
+    float *db = l->nbias ? dw + l->nweights : NULL;
 
-    memset(db, 0, sizeof(float) * (size_t)co);
+    if (db)
+        memset(db, 0, sizeof(float) * (size_t)co);
     for (int b0 = 0; b0 < p->n; b0 += st->group) {
         int gn = p->n - b0 < st->group ? p->n - b0 : st->group;
         size_t ld = st->P * (size_t)gn;
@@ -268,7 +269,7 @@ static void conv_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co, (int)st->K, (int)ld, 1.0f, g, (int)ld, col,
                         (int)ld, b0 == 0 ? 0.0f : 1.0f, dw, (int)st->K);
-        for (int c = 0; c < co; c++)
+        for (int c = 0; c < co && db; c++)
             db[c] += sum_floats(g + (size_t)c * ld, ld);
         if (!dx)
             continue;
@@ -313,7 +314,7 @@ static void conv_destroy(orb_train_layer_t *l)
 const orb_train_layer_ops_t orb_train_conv_cpu_ops = {
     .kind = "conv",
     .setup = conv_setup,
-    .init = orb_train_layer_init_uniform,
+    .init = orb_train_layer_init_conv,
     .forward = conv_forward,
     .backward = conv_backward,
     .destroy = conv_destroy,

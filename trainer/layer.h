@@ -61,13 +61,20 @@ struct orb_train_layer {
     int out_c, kernel, stride, pad;
     float drop_p;
     int algo; /* implementation variant, 0: the kind picks (conv.c: orb_train_conv_algo_t) */
-    int relu; /* conv: ReLU fused on the output (saves two passes over the largest tensors) */
+    int relu; /* conv, batchnorm: ReLU fused on the output (saves two passes over the largest tensors) */
+    int kaiming; /* conv: Kaiming normal init, fan_out, gain sqrt(2) (torchvision's ResNet); 0: PyTorch's default */
+    int no_bias; /* conv: no bias (a convolution followed by batch norm has none, as in torchvision) */
+    float momentum, eps; /* batchnorm: running-statistics momentum (PyTorch's 0.1) and epsilon (1e-5) */
     /* filled by setup */
     size_t nweights, nbias;
+    size_t nbuffers; /* state that is not trained but is part of the model (batch norm's running
+                      * statistics): DDP broadcasts it from rank 0, checkpoints save it */
     size_t work_floats;
     void *state;
     /* placed by the model */
     size_t param_off;
+    size_t buffer_off;
+    float *buffers; /* nbuffers floats of the model's buffer region (NULL when none) */
 };
 
 static inline size_t orb_train_layer_nparams(const orb_train_layer_t *l)
@@ -82,6 +89,8 @@ extern const orb_train_layer_ops_t orb_train_maxpool_cpu_ops;
 extern const orb_train_layer_ops_t orb_train_relu_cpu_ops;
 extern const orb_train_layer_ops_t orb_train_dropout_cpu_ops;
 extern const orb_train_layer_ops_t orb_train_logsoftmax_cpu_ops;
+extern const orb_train_layer_ops_t orb_train_batchnorm_cpu_ops; /* batchnorm.c: BatchNorm2d */
+extern const orb_train_layer_ops_t orb_train_avgpool_cpu_ops;   /* avgpool.c: global average pool to C x 1 x 1 */
 
 /* Convolution variants. ROWS: im2col row by row. WIDE (stride 1 only): the output is
  * computed at the padded input's full width and the extra columns dropped, so each column
@@ -90,5 +99,9 @@ typedef enum { ORB_TRAIN_CONV_AUTO = 0, ORB_TRAIN_CONV_ROWS, ORB_TRAIN_CONV_WIDE
 
 /* Shared default initialiser: uniform in +-1/sqrt(fan_in) with fan_in = nweights / out_c. */
 void orb_train_layer_init_uniform(const orb_train_layer_t *l, float *w, orb_train_rng_t *rng);
+/* Convolutions: l->kaiming ? Kaiming normal with fan_out = nweights / in.c (out_c x k x k), std
+ * sqrt(2 / fan_out), as torchvision's ResNet (kaiming_normal_, mode="fan_out", relu), bias 0 :
+ * the default above. */
+void orb_train_layer_init_conv(const orb_train_layer_t *l, float *w, orb_train_rng_t *rng);
 
 #endif

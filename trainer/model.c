@@ -108,18 +108,23 @@ orb_status_t orb_train_model_create(const char *name, orb_train_shape_t in, int 
             t->layer = i;
         }
         m->nparams += orb_train_layer_nparams(l);
+        l->buffer_off = m->nbuffers;
+        m->nbuffers += l->nbuffers;
         work = l->work_floats > work ? l->work_floats : work;
         shape = l->out;
         widest = orb_train_shape_size(shape) > widest ? orb_train_shape_size(shape) : widest;
     }
 
     m->params = alloc_floats(m->nparams);
+    m->buffers = alloc_floats(m->nbuffers);
+    for (int i = 0; i < m->nlayers && m->buffers; i++)
+        m->layers[i].buffers = m->layers[i].nbuffers ? m->buffers + m->layers[i].buffer_off : NULL;
     m->grads = alloc_floats(m->nparams);
     m->work = alloc_floats(work);
     m->dbuf[0] = alloc_floats(widest * (size_t)max_batch);
     m->dbuf[1] = alloc_floats(widest * (size_t)max_batch);
     m->acts[0] = alloc_floats(orb_train_shape_size(in) * (size_t)max_batch);
-    int ok = m->params && m->grads && m->work && m->dbuf[0] && m->dbuf[1] && m->acts[0];
+    int ok = m->params && m->grads && m->buffers && m->work && m->dbuf[0] && m->dbuf[1] && m->acts[0];
     for (int i = 0; i < m->nlayers && ok; i++) {
         m->acts[i + 1] = alloc_floats(orb_train_shape_size(m->layers[i].out) * (size_t)max_batch);
         ok = m->acts[i + 1] != NULL;
@@ -151,6 +156,7 @@ void orb_train_model_destroy(orb_train_model_t *m)
     free(m->work);
     free(m->params);
     free(m->grads);
+    free(m->buffers);
     free(m);
 }
 
@@ -160,7 +166,8 @@ void orb_train_model_init_params(orb_train_model_t *m, uint64_t seed)
     orb_train_rng_seed(&rng, orb_train_hash(seed, 0x494e4954ull));
     for (int i = 0; i < m->nlayers; i++) {
         orb_train_layer_t *l = &m->layers[i];
-        if (l->ops->init && orb_train_layer_nparams(l))
+        /* buffers too (running variance starts at 1): init sets a layer's buffers */
+        if (l->ops->init && (orb_train_layer_nparams(l) || l->nbuffers))
             l->ops->init(l, m->params + l->param_off, &rng);
     }
 }

@@ -7,7 +7,7 @@
 
 #include "layer.h"
 
-#define ORB_TRAIN_MAX_LAYERS 16
+#define ORB_TRAIN_MAX_LAYERS 32
 
 typedef struct {
     char name[24]; /* "conv1.weight" */
@@ -27,6 +27,8 @@ typedef struct {
     orb_train_tensor_t tensors[2 * ORB_TRAIN_MAX_LAYERS];
     size_t nparams;
     float *params, *grads;
+    size_t nbuffers;  /* every layer's buffers (batch norm's running statistics), in layer order */
+    float *buffers;
     orb_train_shape_t in;
     int nclasses, max_batch;
     float *acts[ORB_TRAIN_MAX_LAYERS + 1]; /* acts[0] input, acts[i+1] output of layer i */
