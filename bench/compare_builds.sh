@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Two builds of orbit on the same bench, alternating runs, medians: did a change make orbit
 # slower? (bench/compare.sh compares orbit with Open MPI; this compares orbit with itself.)
-#   bash bench/compare_builds.sh [-n NRANKS] [-r REPS] [-o OUTDIR] OLD_BUILD NEW_BUILD COLLECTIVE [bench flags...]
+#   bash bench/compare_builds.sh [-n NRANKS] [-r REPS] [-o OUTDIR] [-E VAR=VAL]... OLD_BUILD NEW_BUILD COLLECTIVE [bench flags...]
 # Each run is OLD_BUILD/launcher/orbitrun -n NRANKS OLD_BUILD/bench/<coll>_bench --json ...,
 # then the same with NEW_BUILD, the order swapped every repetition. Prints per size the
-# median time of each and new/old (> 1: the new build is slower).
+# median time of each and new/old (> 1: the new build is slower). -E sets a variable for the
+# NEW runs only: one build against itself with a setting on (ORBIT_TRACE=DIR: what tracing costs).
 set -euo pipefail
 nranks=2 reps=7 outdir=""
-while getopts "n:r:o:h" opt; do
+new_env=()
+while getopts "n:r:o:E:h" opt; do
     case $opt in
-    n) nranks=$OPTARG ;; r) reps=$OPTARG ;; o) outdir=$OPTARG ;;
-    h) sed -n 2,7p "$0"; exit 0 ;;
-    *) sed -n 2,7p "$0" >&2; exit 2 ;;
+    n) nranks=$OPTARG ;; r) reps=$OPTARG ;; o) outdir=$OPTARG ;; E) new_env+=("$OPTARG") ;;
+    h) sed -n 2,9p "$0"; exit 0 ;;
+    *) sed -n 2,9p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 3 ] || { sed -n 2,7p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,9p "$0" >&2; exit 2; }
 old=$1 new=$2 coll=$3
 shift 3
 for b in "$old" "$new"; do
@@ -29,8 +31,8 @@ for ((i = 1; i <= reps; i++)); do
     if ((i % 2)); then order="old new"; else order="new old"; fi
     for w in $order; do
         echo "compare_builds: $coll rep $i/$reps: $w" >&2
-        b=$old; [ "$w" = new ] && b=$new
-        "$b/launcher/orbitrun" -n "$nranks" "$b/bench/${coll}_bench" --json "$outdir/$w.$i.json" "$@" \
+        b=$old env=(); [ "$w" = new ] && b=$new env=("${new_env[@]}")
+        env "${env[@]}" "$b/launcher/orbitrun" -n "$nranks" "$b/bench/${coll}_bench" --json "$outdir/$w.$i.json" "$@" \
             >"$outdir/$w.$i.log" 2>&1 || { tail -n 20 "$outdir/$w.$i.log" >&2; echo "$0: the $w run failed" >&2; exit 1; }
     done
 done

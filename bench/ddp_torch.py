@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """PyTorch DDP peer of orbit-train: the same models, data, sampler, optimisers and output,
-over Gloo on CPU. Run it with Debian's python3-torch (/usr/bin/python3), either under a
-launcher that sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun, orbitrun) or on its
-own with --nproc N (it then spawns the ranks itself).
+over Gloo (or orbit's torch.distributed backend, --backend orbit) on CPU. Run it with
+Debian's python3-torch (/usr/bin/python3) or the venv's (scripts/torch_env.sh; ResNet needs
+torchvision, --backend orbit needs orbit_torch), either under a launcher that sets
+RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun, orbitrun) or on its own with --nproc N (it
+then spawns the ranks itself).
 
     /usr/bin/python3 bench/ddp_torch.py --nproc 2 --model lenet --epochs 1
+    $(bash scripts/torch_env.sh) bench/ddp_torch.py --nproc 2 --model resnet20 --sync-bn --grad-dtype bf16
 
 It prints what orbit-train prints (Epoch [i/E], Loss, Dur; total time; accuracy) and
 writes the same --json keys, so bench/train_compare.sh can put both side by side.
@@ -115,9 +118,83 @@ class ConvNet(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
+class BasicBlock(nn.Module):
+    """torchvision's BasicBlock: conv3x3-bn-relu-conv3x3-bn, plus the input or its 1x1
+    projection (conv-bn) when the shape changes, then relu (orbit-train's trainer/block.c)."""
+
+    def __init__(self, cin, planes, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = None
+        if stride != 1 or cin != planes:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + (self.downsample(x) if self.downsample is not None else x))
+
+
+class ResNet20(nn.Module):
+    """The CIFAR ResNet-20 of He et al. with projection shortcuts, as orbit-train's resnet20."""
+
+    def __init__(self, channels, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, 16, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        blocks, cin = [], 16
+        for planes, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(3):
+                blocks.append(BasicBlock(cin, planes, stride if i == 0 else 1))
+                cin = planes
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, classes)
+        for m in self.modules():  # as torchvision's ResNet initialises itself
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class LogSoftmax(nn.Module):
+    """A classifier that ends in log_softmax, as orbit-train's models do (nll_loss after)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return F.log_softmax(self.net(x), dim=1)
+
+
+def make_model(name, channels, classes):
+    if name == "lenet":
+        return LeNet(classes)
+    if name == "convnet":
+        return ConvNet(classes)
+    if name == "resnet20":
+        return LogSoftmax(ResNet20(channels, classes))
+    import torchvision
+    net = getattr(torchvision.models, name)(num_classes=classes)
+    if channels != 3:  # the stem takes the data's channels (orbit-train takes the shape from the data)
+        net.conv1 = nn.Conv2d(channels, 64, 7, 2, 3, bias=False)
+        nn.init.kaiming_normal_(net.conv1.weight, mode="fan_out", nonlinearity="relu")
+    return LogSoftmax(net)
+
+
 def worker(rank, world, args):
     torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    if args.backend == "orbit":
+        import orbit_torch  # noqa: F401  (registers the backend)
+    dist.init_process_group(args.backend, init_method="env://", rank=rank, world_size=world)
     if args.batch_size % world:
         sys.exit(f"ddp_torch: --batch-size {args.batch_size} is not a multiple of {world} ranks")
     local_batch = args.batch_size // world
@@ -137,8 +214,14 @@ def worker(rank, world, args):
     test_x, test_y = tensor(te_x), torch.from_numpy(te_y)
 
     torch.manual_seed(args.seed)
-    model = (LeNet if args.model == "lenet" else ConvNet)(classes)
+    model = make_model(args.model, 1, classes)
+    if args.sync_bn:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, bucket_cap_mb=args.bucket_mb)
+    if args.grad_dtype != "fp32":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook if args.grad_dtype == "bf16"
+                               else default_hooks.fp16_compress_hook)
     if args.optimizer == "adam":
         opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
     else:
@@ -150,7 +233,7 @@ def worker(rank, world, args):
     if rank == 0:
         print(f"ddp_torch: {args.model}, {sum(p.numel() for p in model.parameters())} parameters, "
               f"{world} ranks x batch {local_batch} (global {args.batch_size}), {args.optimizer} lr {args.lr}, "
-              f"gloo, torch {torch.__version__}, {torch.get_num_threads()} thread(s) per rank, data {args.data} "
+              f"{args.backend}, torch {torch.__version__}, {torch.get_num_threads()} thread(s) per rank, data {args.data} "
               f"(mean {mean:.4f} std {std:.4f})", flush=True)
     records = []
     t_start = time.time()
@@ -165,6 +248,8 @@ def worker(rank, world, args):
         ddp.train()
         loss_sum, steps = 0.0, 0
         for x, y in loader:
+            if args.steps and steps == args.steps:
+                break
             opt.zero_grad()
             loss = F.nll_loss(ddp(x), y)
             loss.backward()
@@ -211,7 +296,8 @@ def worker(rank, world, args):
         sys.stdout.flush()
         if args.json:
             out = {
-                "impl": "pytorch", "torch": torch.__version__, "model": args.model, "backend": "gloo",
+                "impl": "pytorch", "torch": torch.__version__, "model": args.model, "backend": args.backend,
+                "sync_bn": args.sync_bn, "grad_dtype": args.grad_dtype,
                 "world_size": world, "batch_size": args.batch_size, "per_rank_batch": local_batch,
                 "optimizer": args.optimizer, "lr": args.lr, "momentum": args.momentum, "lr_step": args.lr_step,
                 "lr_gamma": args.lr_gamma, "seed": args.seed, "bucket_mb": args.bucket_mb,
@@ -233,7 +319,12 @@ def free_port():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=["lenet", "convnet"], default="lenet")
+    p.add_argument("--model", choices=["lenet", "convnet", "resnet20", "resnet18", "resnet50"], default="lenet")
+    p.add_argument("--backend", choices=["gloo", "orbit"], default="gloo")
+    p.add_argument("--sync-bn", action="store_true", help="SyncBatchNorm (ResNet models)")
+    p.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="gradient buckets compressed by DDP's bf16/fp16 hook")
+    p.add_argument("--steps", type=int, default=0, help="end each epoch after this many steps (0: whole epoch)")
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=64, help="global batch (per rank: B / world size)")

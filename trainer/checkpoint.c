@@ -29,6 +29,7 @@ static void put_header(uint8_t *h, const orb_train_ckpt_info_t *in)
     memcpy(h + 72, &in->batch_size, 8);
     memcpy(h + 80, &in->world, 4);
     memcpy(h + 84, &in->momentum, 4);
+    memcpy(h + 88, &in->nbuffers, 8);
 }
 
 static void get_header(const uint8_t *h, orb_train_ckpt_info_t *out)
@@ -46,6 +47,7 @@ static void get_header(const uint8_t *h, orb_train_ckpt_info_t *out)
     memcpy(&out->batch_size, h + 72, 8);
     memcpy(&out->world, h + 80, 4);
     memcpy(&out->momentum, h + 84, 4);
+    memcpy(&out->nbuffers, h + 88, 8);
 }
 
 /* Writes everything (retrying short writes) and folds the bytes into crc. */
@@ -71,7 +73,7 @@ static int write_all(int fd, const void *buf, size_t len, uLong *crc)
 }
 
 orb_status_t orb_train_ckpt_save(const char *path, const orb_train_ckpt_info_t *info, const float *params,
-                                 float *const state[2])
+                                 float *const state[2], const float *buffers)
 {
     char tmp[4096];
     uint8_t hdr[CKPT_HEADER];
@@ -87,6 +89,8 @@ orb_status_t orb_train_ckpt_save(const char *path, const orb_train_ckpt_info_t *
         rc = write_all(fd, params, bytes, &crc);
     for (int i = 0; i < info->nstate && rc == 0; i++)
         rc = write_all(fd, state[i], bytes, &crc);
+    if (rc == 0 && info->nbuffers)
+        rc = write_all(fd, buffers, (size_t)info->nbuffers * sizeof(float), &crc);
     uint32_t c32 = (uint32_t)crc;
     uLong dummy = 0;
     if (rc == 0)
@@ -133,7 +137,7 @@ orb_status_t orb_train_ckpt_read(const char *path, void **blob, size_t *len)
         st = orb_train_fail(ORB_ERR_SYSTEM, "checkpoint %s: read failed", path);
         goto out;
     }
-    st = orb_train_ckpt_parse(path, buf, (size_t)size, &(orb_train_ckpt_info_t){0}, NULL, NULL);
+    st = orb_train_ckpt_parse(path, buf, (size_t)size, &(orb_train_ckpt_info_t){0}, NULL, NULL, NULL);
 out:
     fclose(f);
     if (st != ORB_OK) {
@@ -146,16 +150,16 @@ out:
 }
 
 orb_status_t orb_train_ckpt_parse(const char *name, const void *blob, size_t len, orb_train_ckpt_info_t *info,
-                                  const float **params, const float *state[2])
+                                  const float **params, const float *state[2], const float **buffers)
 {
     const uint8_t *b = blob;
     if (len < CKPT_HEADER + 4 || memcmp(b, CKPT_MAGIC, 8) != 0)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "checkpoint %s: not an orbit-train checkpoint", name);
     get_header(b, info);
-    if (info->nstate < 0 || info->nstate > 2 || info->nparams > ((uint64_t)1 << 40))
+    if (info->nstate < 0 || info->nstate > 2 || info->nparams > ((uint64_t)1 << 40) || info->nbuffers > ((uint64_t)1 << 40))
         return orb_train_fail(ORB_ERR_INVALID_ARG, "checkpoint %s: corrupt header", name);
     size_t bytes = (size_t)info->nparams * sizeof(float);
-    size_t want = CKPT_HEADER + bytes * (size_t)(1 + info->nstate) + 4;
+    size_t want = CKPT_HEADER + bytes * (size_t)(1 + info->nstate) + (size_t)info->nbuffers * sizeof(float) + 4;
     if (len != want)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "checkpoint %s: %zu bytes, the header implies %zu (truncated?)",
                               name, len, want);
@@ -173,5 +177,8 @@ orb_status_t orb_train_ckpt_parse(const char *name, const void *blob, size_t len
         *params = (const float *)(const void *)(b + CKPT_HEADER);
     for (int i = 0; state && i < 2; i++)
         state[i] = i < info->nstate ? (const float *)(const void *)(b + CKPT_HEADER + bytes * (size_t)(1 + i)) : NULL;
+    if (buffers)
+        *buffers = info->nbuffers ? (const float *)(const void *)(b + CKPT_HEADER + bytes * (size_t)(1 + info->nstate))
+                                  : NULL;
     return ORB_OK;
 }

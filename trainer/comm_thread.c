@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "half16.h"
 
 #define QUEUE_CAP 256
 
@@ -13,6 +14,8 @@ struct orb_train_comm {
     orb_train_backend_t be;
     orb_train_trace_t *trace;
     int lib_traced; /* the backend's tracer records the calls (trace->lib_dir) */
+    uint16_t *wire; /* 16-bit staging of compressed all-reduces, grown to the largest bucket */
+    size_t wire_cap;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
@@ -24,6 +27,28 @@ struct orb_train_comm {
     char err[512];
 };
 
+/* A float32 all-reduce sent as 16 bits: the rounding and widening are here, on the
+ * communication thread, overlapped with backward like the reduction itself. *t0 becomes the
+ * start of the all-reduce proper (the profile's communication event). */
+static orb_status_t allreduce16(orb_train_comm_t *c, const orb_train_job_t *j, int64_t *t0)
+{
+    const int bf16 = j->wire == ORB_BFLOAT16;
+    if (j->count > c->wire_cap) {
+        uint16_t *w = realloc(c->wire, j->count * sizeof *w);
+        if (!w)
+            return orb_train_fail(ORB_ERR_NO_MEMORY, "communication thread: no memory for a %zu-element 16-bit bucket",
+                                  j->count);
+        c->wire = w;
+        c->wire_cap = j->count;
+    }
+    orb_train_to16(c->wire, j->buf, j->count, j->scale != 0.0f ? j->scale : 1.0f, bf16);
+    *t0 = orb_train_now_ns();
+    orb_status_t st = c->be.ops->allreduce(&c->be, c->wire, j->count, j->wire);
+    if (st == ORB_OK)
+        orb_train_from16(j->buf, c->wire, j->count, bf16);
+    return st;
+}
+
 static orb_status_t run_job(orb_train_comm_t *c, const orb_train_job_t *j)
 {
     orb_train_backend_t *be = &c->be;
@@ -32,6 +57,11 @@ static orb_status_t run_job(orb_train_comm_t *c, const orb_train_job_t *j)
     orb_train_ev_kind_t kind;
     switch (j->kind) {
     case ORB_TRAIN_JOB_ALLREDUCE:
+        if (j->dtype == ORB_FLOAT32 && (j->wire == ORB_BFLOAT16 || j->wire == ORB_FLOAT16)) {
+            st = allreduce16(c, j, &t0);
+            kind = ORB_TRAIN_EV_ALLREDUCE;
+            break;
+        }
         st = be->ops->allreduce(be, j->buf, j->count, j->dtype);
         /* averaging here keeps it off the compute thread, overlapped like the reduction */
         if (st == ORB_OK && j->scale != 0.0f && j->dtype == ORB_FLOAT32) {
@@ -56,7 +86,8 @@ static orb_status_t run_job(orb_train_comm_t *c, const orb_train_job_t *j)
     /* the library's own tracer timed the call itself (without the averaging above) */
     if (st == ORB_OK && c->trace && c->trace->enabled && c->lib_traced && be->ops->last_call(be, &t0, &t1) != ORB_OK)
         t1 = orb_train_now_ns();
-    orb_train_trace_add(c->trace, kind, t0, t1, (int64_t)(j->count * orb_dtype_size(j->dtype)), j->step, j->bucket);
+    const orb_dtype_t sent = j->wire == ORB_BFLOAT16 || j->wire == ORB_FLOAT16 ? j->wire : j->dtype;
+    orb_train_trace_add(c->trace, kind, t0, t1, (int64_t)(j->count * orb_dtype_size(sent)), j->step, j->bucket);
     return st;
 }
 
@@ -194,5 +225,6 @@ void orb_train_comm_stop(orb_train_comm_t *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv_work);
     pthread_cond_destroy(&c->cv_done);
+    free(c->wire);
     free(c);
 }

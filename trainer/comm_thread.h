@@ -19,6 +19,10 @@ typedef struct {
     orb_dtype_t dtype;
     int root;
     float scale;    /* float32 all-reduce: multiply the result by this (0: leave it) */
+    /* float32 all-reduce on the wire in ORB_BFLOAT16 or ORB_FLOAT16 (0 or ORB_FLOAT32: as is):
+     * scaled, rounded to 16 bits, summed in 16 bits, widened back, as DDP's
+     * bf16_compress_hook / fp16_compress_hook do (--grad-dtype) */
+    orb_dtype_t wire;
     int bucket;     /* for the trace; -1 when not a gradient bucket */
     int64_t step;
 } orb_train_job_t;

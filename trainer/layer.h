@@ -31,6 +31,11 @@ typedef struct {
     uint64_t step;              /* global optimiser step */
     const int64_t *sample_ids;  /* dataset index of each sample */
     float *work;                /* scratch shared by all layers, model-owned */
+    /* SyncBatchNorm (--sync-bn): sums n doubles over every rank, in place, before the call
+     * returns (NULL: batch statistics stay this rank's). A failure is kept by the callee and
+     * the training loop stops after the pass; the layer goes on with what it has. */
+    void (*sync_sum)(void *ctx, double *buf, size_t n);
+    void *sync_ctx;
 } orb_train_pass_t;
 
 typedef struct orb_train_layer orb_train_layer_t;
@@ -91,6 +96,7 @@ extern const orb_train_layer_ops_t orb_train_dropout_cpu_ops;
 extern const orb_train_layer_ops_t orb_train_logsoftmax_cpu_ops;
 extern const orb_train_layer_ops_t orb_train_batchnorm_cpu_ops; /* batchnorm.c: BatchNorm2d */
 extern const orb_train_layer_ops_t orb_train_avgpool_cpu_ops;   /* avgpool.c: global average pool to C x 1 x 1 */
+extern const orb_train_layer_ops_t orb_train_block_cpu_ops;     /* block.c: a ResNet residual block */
 
 /* Convolution variants. ROWS: im2col row by row. WIDE (stride 1 only): the output is
  * computed at the padded input's full width and the extra columns dropped, so each column

@@ -13,16 +13,25 @@ typedef struct {
     int kernel, stride, pad;
     float drop_p;
     int relu;
+    int kaiming, no_bias;
 } layer_spec_t;
 
 /* A convolution followed by ReLU is one layer with the activation fused (conv.c): the same
  * function, without two passes over the largest activations. */
-#define CONV_RELU(n, c, k, pad) {&orb_train_conv_cpu_ops, n, c, k, 1, pad, 0.0f, 1}
-#define RELU(n) {&orb_train_relu_cpu_ops, n, 0, 0, 0, 0, 0.0f, 0}
-#define POOL(n, k) {&orb_train_maxpool_cpu_ops, n, 0, k, k, 0, 0.0f, 0}
-#define FC(n, c) {&orb_train_linear_cpu_ops, n, c, 0, 0, 0, 0.0f, 0}
-#define DROP(n, p) {&orb_train_dropout_cpu_ops, n, 0, 0, 0, 0, p, 0}
-#define LOGSOFTMAX {&orb_train_logsoftmax_cpu_ops, "log_softmax", 0, 0, 0, 0, 0.0f, 0}
+#define CONV_RELU(n, c, k, p) {.ops = &orb_train_conv_cpu_ops, .name = n, .out_c = c, .kernel = k, .stride = 1, .pad = p, .relu = 1}
+#define RELU(n) {.ops = &orb_train_relu_cpu_ops, .name = n}
+#define POOL(n, k) {.ops = &orb_train_maxpool_cpu_ops, .name = n, .kernel = k, .stride = k}
+#define FC(n, c) {.ops = &orb_train_linear_cpu_ops, .name = n, .out_c = c}
+#define DROP(n, p) {.ops = &orb_train_dropout_cpu_ops, .name = n, .drop_p = p}
+#define LOGSOFTMAX {.ops = &orb_train_logsoftmax_cpu_ops, .name = "log_softmax"}
+/* ResNet parts (torchvision's layouts): a stem convolution without bias and with Kaiming init,
+ * batch norm with the ReLU fused, a residual block (block.c: width, stride, expansion 1 basic
+ * or 4 bottleneck), global average pooling. */
+#define STEM(n, c, k, s, p) {.ops = &orb_train_conv_cpu_ops, .name = n, .out_c = c, .kernel = k, .stride = s, .pad = p, .kaiming = 1, .no_bias = 1}
+#define BN_RELU(n) {.ops = &orb_train_batchnorm_cpu_ops, .name = n, .relu = 1}
+#define MAXPOOL(n, k, s, p) {.ops = &orb_train_maxpool_cpu_ops, .name = n, .kernel = k, .stride = s, .pad = p}
+#define BLOCK(n, planes, s, exp) {.ops = &orb_train_block_cpu_ops, .name = n, .out_c = planes, .kernel = exp, .stride = s}
+#define AVGPOOL {.ops = &orb_train_avgpool_cpu_ops, .name = "avgpool"}
 
 /* LeNet-5 for 28x28 inputs: conv1 pads by 2 so fc1 sees 16x5x5, as in the original. */
 static const layer_spec_t lenet_spec[] = {
@@ -38,6 +47,49 @@ static const layer_spec_t convnet_spec[] = {
     FC("fc1", 128), RELU("relu3"), DROP("dropout2", 0.5f), FC("fc2", -1), LOGSOFTMAX,
 };
 
+/* The CIFAR ResNet-20 of He et al. (3 stages of 3 basic blocks, 16/32/64 wide; 0.27 M
+ * parameters with torchvision-style projection shortcuts), whose 3x3 stem takes 28x28 too. */
+static const layer_spec_t resnet20_spec[] = {
+    STEM("conv1", 16, 3, 1, 1), BN_RELU("bn1"),
+    BLOCK("layer1.0", 16, 1, 1), BLOCK("layer1.1", 16, 1, 1), BLOCK("layer1.2", 16, 1, 1),
+    BLOCK("layer2.0", 32, 2, 1), BLOCK("layer2.1", 32, 1, 1), BLOCK("layer2.2", 32, 1, 1),
+    BLOCK("layer3.0", 64, 2, 1), BLOCK("layer3.1", 64, 1, 1), BLOCK("layer3.2", 64, 1, 1),
+    AVGPOOL, FC("fc", -1), LOGSOFTMAX,
+};
+
+/* torchvision.models.resnet18 */
+static const layer_spec_t resnet18_spec[] = {
+    STEM("conv1", 64, 7, 2, 3), BN_RELU("bn1"), MAXPOOL("maxpool", 3, 2, 1),
+    BLOCK("layer1.0", 64, 1, 1), BLOCK("layer1.1", 64, 1, 1),
+    BLOCK("layer2.0", 128, 2, 1), BLOCK("layer2.1", 128, 1, 1),
+    BLOCK("layer3.0", 256, 2, 1), BLOCK("layer3.1", 256, 1, 1),
+    BLOCK("layer4.0", 512, 2, 1), BLOCK("layer4.1", 512, 1, 1),
+    AVGPOOL, FC("fc", -1), LOGSOFTMAX,
+};
+
+/* torchvision.models.resnet50 (v1.5: the stride in the bottleneck's 3x3) */
+static const layer_spec_t resnet50_spec[] = {
+    STEM("conv1", 64, 7, 2, 3), BN_RELU("bn1"), MAXPOOL("maxpool", 3, 2, 1),
+    BLOCK("layer1.0", 64, 1, 4), BLOCK("layer1.1", 64, 1, 4), BLOCK("layer1.2", 64, 1, 4),
+    BLOCK("layer2.0", 128, 2, 4), BLOCK("layer2.1", 128, 1, 4), BLOCK("layer2.2", 128, 1, 4),
+    BLOCK("layer2.3", 128, 1, 4),
+    BLOCK("layer3.0", 256, 2, 4), BLOCK("layer3.1", 256, 1, 4), BLOCK("layer3.2", 256, 1, 4),
+    BLOCK("layer3.3", 256, 1, 4), BLOCK("layer3.4", 256, 1, 4), BLOCK("layer3.5", 256, 1, 4),
+    BLOCK("layer4.0", 512, 2, 4), BLOCK("layer4.1", 512, 1, 4), BLOCK("layer4.2", 512, 1, 4),
+    AVGPOOL, FC("fc", -1), LOGSOFTMAX,
+};
+
+static const struct {
+    const char *name;
+    const layer_spec_t *spec;
+    int n;
+} models[] = {
+#define MODEL(n, s) {n, s, (int)(sizeof s / sizeof s[0])}
+    MODEL("lenet", lenet_spec), MODEL("convnet", convnet_spec), MODEL("resnet20", resnet20_spec),
+    MODEL("resnet18", resnet18_spec), MODEL("resnet50", resnet50_spec),
+#undef MODEL
+};
+
 static void *alloc_floats(size_t n)
 {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
@@ -50,17 +102,17 @@ static void *alloc_floats(size_t n)
 orb_status_t orb_train_model_create(const char *name, orb_train_shape_t in, int nclasses, int max_batch,
                                     orb_train_model_t **out)
 {
-    const layer_spec_t *spec;
-    int nspec;
-    if (strcmp(name, "lenet") == 0) {
-        spec = lenet_spec;
-        nspec = (int)(sizeof lenet_spec / sizeof lenet_spec[0]);
-    } else if (strcmp(name, "convnet") == 0) {
-        spec = convnet_spec;
-        nspec = (int)(sizeof convnet_spec / sizeof convnet_spec[0]);
-    } else {
-        return orb_train_fail(ORB_ERR_INVALID_ARG, "unknown model '%s' (lenet, convnet)", name);
-    }
+    const layer_spec_t *spec = NULL;
+    int nspec = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0] && !spec; i++)
+        if (strcmp(name, models[i].name) == 0) {
+            spec = models[i].spec;
+            nspec = models[i].n;
+        }
+    if (!spec)
+        return orb_train_fail(ORB_ERR_INVALID_ARG, "unknown model '%s' (lenet, convnet, resnet20, resnet18, resnet50)",
+                              name);
+    _Static_assert(sizeof resnet50_spec / sizeof resnet50_spec[0] <= ORB_TRAIN_MAX_LAYERS, "ORB_TRAIN_MAX_LAYERS");
     if (max_batch <= 0 || nclasses < 2)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "model %s: batch %d, %d classes", name, max_batch, nclasses);
 
@@ -88,6 +140,8 @@ orb_status_t orb_train_model_create(const char *name, orb_train_shape_t in, int 
         l->pad = spec[i].pad;
         l->drop_p = spec[i].drop_p;
         l->relu = spec[i].relu;
+        l->kaiming = spec[i].kaiming;
+        l->no_bias = spec[i].no_bias;
         l->param_off = m->nparams;
         m->nlayers = i + 1;
         st = l->ops->setup(l, max_batch);

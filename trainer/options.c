@@ -11,7 +11,7 @@
 void orb_train_opts_usage(const char *prog)
 {
     printf("usage: %s [options]   (run under orbitrun -n N, mpirun or srun for data parallel)\n"
-           "  --model lenet|convnet     network (lenet)\n"
+           "  --model NAME              lenet, convnet, resnet20, resnet18, resnet50 (lenet)\n"
            "  --data DIR                IDX files, gzipped or not (%s)\n"
            "  --epochs E                (10)\n"
            "  --batch-size B            global batch; each rank takes B / world size (64)\n"
@@ -22,6 +22,8 @@ void orb_train_opts_usage(const char *prog)
            "  --backend custom|mpi|none orbit, Open MPI, or one process (custom)\n"
            "  --bucket-mb MB            gradient bucket size; the first is capped at 1 MiB (25)\n"
            "  --no-overlap              all-reduce buckets only after backward ends\n"
+           "  --grad-dtype fp32|bf16|fp16  gradient buckets all-reduced in 16 bits (DDP's compression hooks) (fp32)\n"
+           "  --sync-bn                 SyncBatchNorm: batch statistics over all ranks (ResNet models)\n"
            "  --seed S                  weights, shuffling and dropout (1)\n"
            "  --threads T               BLAS threads per rank (1)\n"
            "  --profile FILE            Chrome trace of every rank, and a summary\n"
@@ -54,7 +56,8 @@ static orb_status_t parse_double(const char *opt, const char *s, double lo, doub
 }
 
 enum { O_MODEL = 256, O_DATA, O_EPOCHS, O_BATCH, O_LR, O_OPT, O_MOM, O_LRSTEP, O_LRGAMMA, O_BACKEND,
-       O_BUCKET, O_NOOVERLAP, O_SEED, O_THREADS, O_PROFILE, O_SAVE, O_RESUME, O_JSON, O_HELP };
+       O_BUCKET, O_NOOVERLAP, O_SEED, O_THREADS, O_PROFILE, O_SAVE, O_RESUME, O_JSON, O_HELP,
+       O_GRAD_DTYPE, O_SYNC_BN };
 
 orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, int *exit_now)
 {
@@ -68,12 +71,13 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
         {"seed", required_argument, 0, O_SEED},         {"threads", required_argument, 0, O_THREADS},
         {"profile", required_argument, 0, O_PROFILE},   {"save", required_argument, 0, O_SAVE},
         {"resume", required_argument, 0, O_RESUME},     {"json", required_argument, 0, O_JSON},
-        {"help", no_argument, 0, O_HELP},               {0, 0, 0, 0},
+        {"help", no_argument, 0, O_HELP},               {"grad-dtype", required_argument, 0, O_GRAD_DTYPE},
+        {"sync-bn", no_argument, 0, O_SYNC_BN},         {0, 0, 0, 0},
     };
     *o = (orb_train_opts_t){
         .model = "lenet", .data = ORB_TRAIN_DEFAULT_DATA, .epochs = 10, .batch_size = 64, .lr = -1.0f,
         .optimizer = "sgd", .momentum = 0.9f, .lr_step = 0, .lr_gamma = 0.1f, .backend = "custom",
-        .bucket_mb = 25.0, .overlap = 1, .seed = 1, .threads = 1,
+        .bucket_mb = 25.0, .overlap = 1, .seed = 1, .threads = 1, .grad_dtype = ORB_FLOAT32,
     };
     *exit_now = 0;
     long l = 0;
@@ -101,6 +105,17 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
         case O_SAVE: o->save = optarg; break;
         case O_RESUME: o->resume = optarg; break;
         case O_JSON: o->json = optarg; break;
+        case O_GRAD_DTYPE:
+            if (strcmp(optarg, "fp32") == 0 || strcmp(optarg, "float32") == 0)
+                o->grad_dtype = ORB_FLOAT32;
+            else if (strcmp(optarg, "bf16") == 0 || strcmp(optarg, "bfloat16") == 0)
+                o->grad_dtype = ORB_BFLOAT16;
+            else if (strcmp(optarg, "fp16") == 0 || strcmp(optarg, "float16") == 0)
+                o->grad_dtype = ORB_FLOAT16;
+            else
+                return orb_train_fail(ORB_ERR_INVALID_ARG, "--grad-dtype: '%s' (fp32, bf16 or fp16)", optarg);
+            break;
+        case O_SYNC_BN: o->sync_bn = 1; break;
         case 'h':
         case O_HELP: *exit_now = 1; return ORB_OK;
         default:
@@ -110,8 +125,13 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
     }
     if (optind < argc)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (strcmp(o->model, "lenet") != 0 && strcmp(o->model, "convnet") != 0)
-        return orb_train_fail(ORB_ERR_INVALID_ARG, "--model: '%s' (lenet, convnet)", o->model);
+    static const char *const known[] = {"lenet", "convnet", "resnet20", "resnet18", "resnet50"};
+    int found = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        found |= strcmp(o->model, known[i]) == 0;
+    if (!found)
+        return orb_train_fail(ORB_ERR_INVALID_ARG, "--model: '%s' (lenet, convnet, resnet20, resnet18, resnet50)",
+                              o->model);
     if (strcmp(o->optimizer, "sgd") != 0 && strcmp(o->optimizer, "adam") != 0)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "--optimizer: '%s' (sgd, adam)", o->optimizer);
     if (o->lr < 0.0f)

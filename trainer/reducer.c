@@ -17,6 +17,7 @@ orb_status_t orb_train_reducer_create(const orb_train_model_t *m, orb_train_comm
     r->comm = comm;
     r->grads = m->grads;
     r->world = orb_train_comm_world(comm);
+    r->wire = ORB_FLOAT32;
     r->overlap = overlap;
     if (cap_bytes < sizeof(float))
         cap_bytes = sizeof(float);
@@ -67,6 +68,7 @@ static void launch(orb_train_reducer_t *r)
         .scale = 1.0f / (float)r->world,
         .bucket = r->next,
         .step = r->step,
+        .wire = r->wire,
     };
     b->ticket = orb_train_comm_submit(r->comm, &job);
     r->next++;

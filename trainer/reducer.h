@@ -24,6 +24,7 @@ typedef struct {
     orb_train_bucket_t *buckets; /* buckets[0] holds the last parameters */
     int64_t step;
     orb_status_t status;
+    orb_dtype_t wire; /* ORB_FLOAT32, or the 16-bit type the buckets travel in (--grad-dtype) */
 } orb_train_reducer_t;
 
 /* DDP's first-bucket cap (torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES). */

@@ -25,6 +25,7 @@ typedef struct {
     const orb_train_opts_t *o;
     orb_train_trace_t tr_compute, tr_comm;
     char lib_trace_dir[4096]; /* --profile PATH: orbit's own trace goes to PATH.orbit/ */
+    orb_status_t sync_status; /* the first failure of a --sync-bn all-reduce */
     orb_train_comm_t *comm;
     int rank, world, local_batch;
     orb_train_dataset_t train, test;
@@ -41,6 +42,18 @@ typedef struct {
     int64_t *class_counts;
     orb_train_profile_summary_t prof;
 } run_t;
+
+/* pass.sync_sum for --sync-bn: a blocking all-reduce on the communication thread, after the
+ * buckets already queued (every rank queues the same jobs in the same order). */
+static void sync_sum(void *ctx, double *buf, size_t n)
+{
+    run_t *r = ctx;
+    if (r->sync_status != ORB_OK)
+        return;
+    orb_train_job_t job = {.kind = ORB_TRAIN_JOB_ALLREDUCE, .buf = buf, .count = n, .dtype = ORB_FLOAT64,
+                           .bucket = -1, .step = r->step};
+    r->sync_status = orb_train_comm_run(r->comm, &job);
+}
 
 static orb_status_t bcast(run_t *r, void *buf, size_t count, orb_dtype_t dtype)
 {
@@ -78,6 +91,7 @@ static orb_status_t build(run_t *r)
     ORB_TRAIN_CHECK(orb_train_optim_create(kind, r->model->nparams, o->momentum, &r->optim));
     size_t cap = (size_t)(o->bucket_mb * 1024.0 * 1024.0);
     ORB_TRAIN_CHECK(orb_train_reducer_create(r->model, r->comm, cap, o->overlap, &r->reducer));
+    r->reducer->wire = o->grad_dtype;
     r->labels = malloc(sizeof(int32_t) * (size_t)max_batch);
     r->class_counts = calloc(2 * (size_t)nclasses, sizeof(int64_t));
     r->recs = calloc((size_t)o->epochs + 1, sizeof *r->recs);
@@ -108,10 +122,11 @@ static orb_status_t resume(run_t *r)
         return orb_train_fail(ORB_ERR_NO_MEMORY, "--resume: cannot allocate %lld bytes", (long long)blen);
     st = bcast(r, blob, (size_t)blen, ORB_UINT8);
     orb_train_ckpt_info_t info;
-    const float *params, *state[2];
+    const float *params, *state[2], *buffers;
     if (st == ORB_OK)
-        st = orb_train_ckpt_parse(o->resume, blob, (size_t)blen, &info, &params, state);
-    if (st == ORB_OK && (strcmp(info.model, o->model) != 0 || info.nparams != r->model->nparams))
+        st = orb_train_ckpt_parse(o->resume, blob, (size_t)blen, &info, &params, state, &buffers);
+    if (st == ORB_OK && (strcmp(info.model, o->model) != 0 || info.nparams != r->model->nparams ||
+                         info.nbuffers != r->model->nbuffers))
         st = orb_train_fail(ORB_ERR_INVALID_ARG, "--resume %s holds a %s (%llu parameters), not a %s", o->resume,
                             info.model, (unsigned long long)info.nparams, o->model);
     if (st == ORB_OK && (info.optimizer != (int32_t)r->optim->kind || info.nstate != r->optim->nstate))
@@ -119,6 +134,8 @@ static orb_status_t resume(run_t *r)
                             o->resume);
     if (st == ORB_OK) {
         memcpy(r->model->params, params, sizeof(float) * r->model->nparams);
+        if (info.nbuffers)
+            memcpy(r->model->buffers, buffers, sizeof(float) * r->model->nbuffers);
         for (int i = 0; i < info.nstate; i++)
             memcpy(r->optim->state[i], state[i], sizeof(float) * r->model->nparams);
         r->optim->t = info.optim_t;
@@ -145,9 +162,10 @@ static orb_status_t save(run_t *r, int64_t epochs_done)
         .optimizer = (int32_t)r->optim->kind, .nstate = r->optim->nstate, .nparams = r->model->nparams,
         .epochs_done = epochs_done, .step = r->step, .optim_t = r->optim->t, .seed = r->seed,
         .batch_size = r->o->batch_size, .world = r->world, .momentum = r->optim->momentum,
+        .nbuffers = r->model->nbuffers,
     };
     snprintf(info.model, sizeof info.model, "%s", r->o->model);
-    return orb_train_ckpt_save(r->o->save, &info, r->model->params, r->optim->state);
+    return orb_train_ckpt_save(r->o->save, &info, r->model->params, r->optim->state, r->model->buffers);
 }
 
 /* CPU seconds of the whole process (compute and communication threads). */
@@ -182,7 +200,11 @@ static orb_status_t train_epoch(run_t *r, int64_t epoch, double *loss_out, doubl
         orb_train_dataset_batch(&r->train, ids, n, (float)r->mean, (float)r->std, orb_train_model_input(m),
                                 r->labels);
         int64_t t1 = orb_train_now_ns();
-        orb_train_pass_t pass = {.n = n, .training = 1, .seed = r->seed, .step = (uint64_t)r->step, .sample_ids = ids};
+        orb_train_pass_t pass = {.n = n, .training = 1, .seed = r->seed, .step = (uint64_t)r->step, .sample_ids = ids,
+                                 .sync_sum = o->sync_bn && r->world > 1 ? sync_sum : NULL, .sync_ctx = r};
+        /* DDP's broadcast_buffers (its default): rank 0's running statistics before each forward */
+        if (m->nbuffers && (st = bcast(r, m->buffers, m->nbuffers, ORB_FLOAT32)) != ORB_OK)
+            break;
         const float *logp = orb_train_model_forward(m, &pass);
         loss[0] += orb_train_nll_loss(logp, r->labels, n, m->nclasses, orb_train_model_output_grad(m));
         int64_t t2 = orb_train_now_ns();
@@ -190,6 +212,8 @@ static orb_status_t train_epoch(run_t *r, int64_t epoch, double *loss_out, doubl
         orb_train_model_backward(m, &pass, orb_train_reducer_hook, r->reducer);
         int64_t t3 = orb_train_now_ns();
         st = orb_train_reducer_finish(r->reducer);
+        if (st == ORB_OK)
+            st = r->sync_status;
         int64_t t4 = orb_train_now_ns();
         orb_train_optim_step(r->optim, m->params, m->grads, lr);
         int64_t t5 = orb_train_now_ns();
@@ -242,6 +266,9 @@ static orb_status_t train(run_t *r)
 static orb_status_t evaluate(run_t *r, int64_t *total, int64_t *correct)
 {
     int nc = r->model->nclasses;
+    /* every rank evaluates with rank 0's running statistics, as a DDP model's forward does */
+    if (r->model->nbuffers)
+        ORB_TRAIN_CHECK(bcast(r, r->model->buffers, r->model->nbuffers, ORB_FLOAT32));
     ORB_TRAIN_CHECK(orb_train_evaluate(r->model, r->comm, &r->test, (float)r->mean, (float)r->std,
                                        r->class_counts));
     *total = *correct = 0;
@@ -280,6 +307,9 @@ static orb_status_t run(run_t *r)
         printf("orbit-train: no launcher environment (orbitrun -n N, mpirun, srun): training on 1 rank\n");
         ops = &orb_train_backend_none_ops;
     }
+    if (o->grad_dtype != ORB_FLOAT32 && ops == &orb_train_backend_mpi_ops)
+        return orb_train_fail(ORB_ERR_UNSUPPORTED, "--grad-dtype %s: Open MPI has no 16-bit floating sum; use --backend "
+                              "custom", o->grad_dtype == ORB_BFLOAT16 ? "bf16" : "fp16");
     r->tr_compute.enabled = r->tr_comm.enabled = o->profile != NULL;
     if (o->profile) {
         snprintf(r->lib_trace_dir, sizeof r->lib_trace_dir, "%s.orbit", o->profile);

@@ -57,7 +57,7 @@ static void ckpt_load(const char *path, ckpt_t *c)
     orb_train_ckpt_info_t info;
     const float *state[2];
     TT_CHECK(orb_train_ckpt_read(path, &c->blob, &len) == ORB_OK, "cannot read checkpoint %s", path);
-    TT_CHECK(orb_train_ckpt_parse(path, c->blob, len, &info, &c->p, state) == ORB_OK, "cannot parse %s", path);
+    TT_CHECK(orb_train_ckpt_parse(path, c->blob, len, &info, &c->p, state, NULL) == ORB_OK, "cannot parse %s", path);
     TT_CHECK(info.nstate == 1, "%s: %d optimiser state vectors, want 1 (SGD with momentum)", path, info.nstate);
     c->s = state[0];
     c->n = info.nparams;

@@ -164,8 +164,8 @@ double tt_ckpt_maxdiff(const char *a, const char *b, double *state_diff)
     orb_train_ckpt_info_t ia, ib;
     const float *pa, *pb, *sa[2], *sb[2];
     double d = -1;
-    if (orb_train_ckpt_parse(a, ba, la, &ia, &pa, sa) == ORB_OK &&
-        orb_train_ckpt_parse(b, bb, lb, &ib, &pb, sb) == ORB_OK && ia.nparams == ib.nparams &&
+    if (orb_train_ckpt_parse(a, ba, la, &ia, &pa, sa, NULL) == ORB_OK &&
+        orb_train_ckpt_parse(b, bb, lb, &ib, &pb, sb, NULL) == ORB_OK && ia.nparams == ib.nparams &&
         ia.nstate == ib.nstate) {
         d = 0;
         double s = 0;
