@@ -21,6 +21,7 @@ typedef struct {
     orb_train_layer_t l;
     int n;
     float *w, *x, *y, *r, *dx, *dw, *work;
+    float *buf; /* the layer's buffers (batch norm's running statistics), when it has any */
     orb_train_pass_t pass;
     int64_t ids[64];
 } harness_t;
@@ -48,6 +49,10 @@ static void harness_setup(harness_t *h, const orb_train_layer_ops_t *ops, orb_tr
     h->y = xcalloc(osz);
     h->r = xcalloc(osz);
     h->work = xcalloc(h->l.work_floats);
+    if (h->l.nbuffers) {
+        h->buf = xcalloc(h->l.nbuffers);
+        h->l.buffers = h->buf;
+    }
     for (int i = 0; i < n; i++)
         h->ids[i] = 1000 + 7 * i;
     h->pass = (orb_train_pass_t){.n = n, .training = 1, .seed = 42, .step = 3, .sample_ids = h->ids, .work = h->work};
@@ -63,7 +68,7 @@ static void harness_free(harness_t *h)
 {
     if (h->l.ops->destroy)
         h->l.ops->destroy(&h->l);
-    free(h->w), free(h->dw), free(h->x), free(h->dx), free(h->y), free(h->r), free(h->work);
+    free(h->w), free(h->dw), free(h->x), free(h->dx), free(h->y), free(h->r), free(h->work), free(h->buf);
 }
 
 /* L = sum(y * r): dL/dy = r */
@@ -339,6 +344,288 @@ static void test_logsoftmax(void)
     harness_free(&h);
 }
 
+/* ---- batch norm and global average pooling (ResNet) ---- */
+
+/* Per channel over N x H x W: the batch's mean and biased variance in training, the
+ * running statistics (h->buf as they are now) in evaluation. */
+static void bn_reference(const harness_t *h, int training, double *out)
+{
+    const orb_train_layer_t *l = &h->l;
+    int C = l->in.c;
+    size_t hw = (size_t)l->in.h * l->in.w, M = (size_t)h->n * hw;
+    double eps = l->eps != 0.0f ? (double)l->eps : 1e-5;
+    for (int c = 0; c < C; c++) {
+        double mean = 0, var = 0;
+        if (training) {
+            for (int b = 0; b < h->n; b++)
+                for (size_t i = 0; i < hw; i++)
+                    mean += h->x[((size_t)b * C + c) * hw + i];
+            mean /= (double)M;
+            for (int b = 0; b < h->n; b++)
+                for (size_t i = 0; i < hw; i++) {
+                    double d = h->x[((size_t)b * C + c) * hw + i] - mean;
+                    var += d * d;
+                }
+            var /= (double)M;
+        } else {
+            mean = h->buf[c];
+            var = h->buf[C + c];
+        }
+        for (int b = 0; b < h->n; b++)
+            for (size_t i = 0; i < hw; i++) {
+                size_t k = ((size_t)b * C + c) * hw + i;
+                double v = h->w[c] * (h->x[k] - mean) / sqrt(var + eps) + h->w[C + c];
+                out[k] = l->relu && v < 0 ? 0 : v;
+            }
+    }
+}
+
+/* What one training forward must leave in the running statistics, from the state before it:
+ * r = (1 - m) r + m s in double, s the batch mean and the unbiased variance (torch's CPU
+ * kernel computes this in double too, then rounds to float). */
+static void bn_running_reference(const harness_t *h, const float *before, double momentum, float *want)
+{
+    int C = h->l.in.c;
+    size_t hw = (size_t)h->l.in.h * h->l.in.w, M = (size_t)h->n * hw;
+    for (int c = 0; c < C; c++) {
+        double s = 0, s2 = 0;
+        for (int b = 0; b < h->n; b++)
+            for (size_t i = 0; i < hw; i++)
+                s += h->x[((size_t)b * C + c) * hw + i];
+        double mean = s / (double)M;
+        for (int b = 0; b < h->n; b++)
+            for (size_t i = 0; i < hw; i++) {
+                double d = h->x[((size_t)b * C + c) * hw + i] - mean;
+                s2 += d * d;
+            }
+        want[c] = (float)((1.0 - momentum) * before[c] + momentum * mean);
+        want[C + c] = (float)((1.0 - momentum) * before[C + c] + momentum * (s2 / (double)(M - 1)));
+    }
+}
+
+/* For the fused ReLU: per channel, M/2 values v in [0.2, 1] and their negatives, in random
+ * places (the mean is exactly 0, the variance about 0.41, invstd about 1.56); |gamma| in
+ * [0.5, 1.5], |beta| <= 0.05. Every output is then at least 0.5 * 0.2 * 1.56 - 0.05 = 0.1
+ * away from the ReLU's kink, while a 1e-2 step moves an output by at most 1.5 * 1.6 * 1e-2
+ * (through x), 1e-2 (beta) or 1e-2 * 2.5 (gamma): central differences never straddle it. */
+static void bn_kink_free(harness_t *h)
+{
+    int C = h->l.in.c;
+    size_t hw = (size_t)h->l.in.h * h->l.in.w, M = (size_t)h->n * hw;
+    float *v = xcalloc(M);
+    for (int c = 0; c < C; c++) {
+        for (size_t i = 0; i + 1 < M; i += 2) {
+            v[i] = urand(0.2f, 1.0f);
+            v[i + 1] = -v[i];
+        }
+        for (size_t i = M - 1; i > 0; i--) {
+            size_t j = (size_t)orb_train_rng_below(&rng, i + 1);
+            float t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+        for (size_t k = 0; k < M; k++)
+            h->x[((size_t)(k / hw) * C + c) * hw + k % hw] = v[k];
+        h->w[c] = (c % 2 ? -1.0f : 1.0f) * urand(0.5f, 1.5f);
+        h->w[C + c] = urand(-0.05f, 0.05f);
+    }
+    free(v);
+}
+
+/* Central differences on a batch-norm forward in float: outputs of the other channels are
+ * bit-identical on both sides, so only the perturbed channel's M = 100 outputs add noise.
+ * Each is a few float roundings (x - mean, * scale, + beta; mean and scale rounded to
+ * float), rms about 2^-24 * |y| <= 6e-8 * 1.5 each; with |r| <= 1 and independent signs the
+ * loss carries sqrt(100) * 1e-7 = 1e-6 of noise per side, the difference quotient
+ * sqrt(2) * 1e-6 / (2 * 1e-2) = 7e-5. Truncation (h^2/6 * L''', L''' ~ gamma invstd^3 / M)
+ * is below 1e-6, and L is linear in gamma and beta. 1e-3 is over ten times the noise (the
+ * largest seen over eight seeds: 9e-5) and well below what a wrong term gives (dropping
+ * mean(g) alone shifts dx by gamma invstd mean(r), ~5e-2). */
+#define BN_STEP 1e-2f
+#define BN_TOL 1e-3
+
+static void test_batchnorm(int c, int hw, int n, int relu, int training)
+{
+    harness_t h = {0};
+    h.l.relu = relu;
+    harness_setup(&h, &orb_train_batchnorm_cpu_ops, (orb_train_shape_t){c, hw, hw}, n);
+    TT_CHECK(h.l.nweights == (size_t)c && h.l.nbias == (size_t)c && h.l.nbuffers == 2 * (size_t)c &&
+                 h.l.out.c == c && h.l.out.h == hw && h.l.out.w == hw,
+             "batchnorm setup: shapes and counts");
+    if (relu)
+        bn_kink_free(&h);
+    for (int i = 0; i < c; i++) { /* running statistics away from their initial 0 and 1 */
+        /* with the ReLU in evaluation, close to the batch's (bn_kink_free): |mean| <= 0.02,
+         * invstd in [1.41, 1.83] keep outputs 0.5 * 0.18 * 1.41 - 0.05 = 0.077 from the kink */
+        h.buf[i] = relu ? urand(-0.02f, 0.02f) : urand(-0.5f, 0.5f);
+        h.buf[c + i] = relu ? urand(0.3f, 0.5f) : urand(0.5f, 2.0f);
+    }
+    h.pass.training = training;
+    char what[96];
+    snprintf(what, sizeof what, "batchnorm c%d %dx%d n%d%s %s", c, hw, hw, n, relu ? " relu" : "",
+             training ? "training" : "eval");
+    size_t osz = orb_train_shape_size(h.l.out) * (size_t)n, nb = h.l.nbuffers;
+    double *ref = malloc(sizeof(double) * osz);
+    float *before = xcalloc(nb), *want = xcalloc(nb);
+    memcpy(before, h.buf, sizeof(float) * nb);
+    bn_reference(&h, training, ref);
+    if (training)
+        bn_running_reference(&h, before, 0.1, want);
+    else
+        memcpy(want, before, sizeof(float) * nb);
+    /* y is a handful of float roundings of values below 4: 6 * 2^-24 * 4 = 1.4e-6 */
+    check_forward(&h, what, ref, 2e-6);
+    /* The sums of x are exact in double (x are multiples of 2^-23 in [-1, 1], or of 2^-26 in
+     * [0.2, 1] with their negatives); the squared deviations differ from ours only in their
+     * summation order, ~1e-16 relative, far below the half float ulp (3e-8) at which the
+     * final rounding could differ: the result must be the same float. */
+    for (size_t i = 0; i < nb; i++)
+        TT_CHECK(h.buf[i] == want[i], "%s: running %s[%zu] = %.9g, reference %.9g", what,
+                 i < (size_t)c ? "mean" : "var", i % (size_t)c, h.buf[i], want[i]);
+    checked += (int)(osz + nb);
+    free(ref);
+    gradcheck(&h, what, BN_STEP, BN_TOL, 1000);
+    /* no input gradient wanted: the same parameter gradient */
+    float *dw2 = xcalloc(2 * (size_t)c);
+    h.l.ops->backward(&h.l, &h.pass, h.w, h.x, h.y, h.r, NULL, dw2);
+    TT_CHECK(memcmp(dw2, h.dw, sizeof(float) * 2 * (size_t)c) == 0, "%s: dw with dx = NULL", what);
+    free(dw2), free(before), free(want);
+    harness_free(&h);
+}
+
+/* BN with the ReLU fused gives bit for bit what BN then the ReLU layer give */
+static void test_batchnorm_fused_relu(void)
+{
+    harness_t f = {0}, u = {0}, r = {0};
+    f.l.relu = 1;
+    harness_setup(&f, &orb_train_batchnorm_cpu_ops, (orb_train_shape_t){3, 5, 5}, 4);
+    harness_setup(&u, &orb_train_batchnorm_cpu_ops, (orb_train_shape_t){3, 5, 5}, 4);
+    harness_setup(&r, &orb_train_relu_cpu_ops, u.l.out, 4);
+    size_t sz = 3 * 5 * 5 * 4;
+    memcpy(u.w, f.w, sizeof(float) * 6);
+    memcpy(u.x, f.x, sizeof(float) * sz);
+    f.l.ops->forward(&f.l, &f.pass, f.w, f.x, f.y);
+    u.l.ops->forward(&u.l, &u.pass, u.w, u.x, u.y);
+    r.l.ops->forward(&r.l, &r.pass, NULL, u.y, r.y);
+    TT_CHECK(memcmp(f.y, r.y, sizeof(float) * sz) == 0, "batchnorm fused ReLU forward differs");
+    float *dz = xcalloc(sz);
+    r.l.ops->backward(&r.l, &r.pass, NULL, u.y, r.y, f.r, dz, NULL);
+    u.l.ops->backward(&u.l, &u.pass, u.w, u.x, u.y, dz, u.dx, u.dw);
+    f.l.ops->backward(&f.l, &f.pass, f.w, f.x, f.y, f.r, f.dx, f.dw);
+    TT_CHECK(memcmp(f.dx, u.dx, sizeof(float) * sz) == 0 && memcmp(f.dw, u.dw, sizeof(float) * 6) == 0,
+             "batchnorm fused ReLU backward differs");
+    checked += (int)(2 * sz + 6);
+    free(dz);
+    harness_free(&f), harness_free(&u), harness_free(&r);
+}
+
+static void close_to(const char *what, double got, double want)
+{
+    TT_CHECK(fabs(got - want) <= 1e-6 * (1.0 + fabs(want)), "%s = %.9g, expected %.9g", what, got, want);
+    checked++;
+}
+
+/* One channel, four values 1..4 (N = 4, 1x1), gamma 2, beta 0.5, by hand: mean 2.5, biased
+ * variance 1.25, unbiased 5/3, xhat = (-1.5, -0.5, 0.5, 1.5) / sqrt(1.25 + 1e-5). Then the
+ * init values, the defaults (momentum 0.1, eps 1e-5), explicit ones, and no buffers. */
+static void test_batchnorm_by_hand(void)
+{
+    harness_t h = {0};
+    harness_setup(&h, &orb_train_batchnorm_cpu_ops, (orb_train_shape_t){1, 1, 1}, 4);
+    h.buf[0] = h.buf[1] = 7.0f;
+    h.l.ops->init(&h.l, h.w, &rng);
+    TT_CHECK(h.w[0] == 1.0f && h.w[1] == 0.0f && h.buf[0] == 0.0f && h.buf[1] == 1.0f,
+             "batchnorm init: gamma 1, beta 0, running mean 0, running var 1");
+    for (int i = 0; i < 4; i++)
+        h.x[i] = (float)(i + 1);
+    h.w[0] = 2.0f, h.w[1] = 0.5f;
+    h.l.ops->forward(&h.l, &h.pass, h.w, h.x, h.y);
+    const double y[4] = {-2.18327084, -0.394423613, 1.394423613, 3.18327084};
+    for (int i = 0; i < 4; i++)
+        close_to("hand y", h.y[i], y[i]);
+    close_to("hand running mean", h.buf[0], 0.25);       /* 0.9 * 0 + 0.1 * 2.5 */
+    close_to("hand running var", h.buf[1], 1.066666667); /* 0.9 * 1 + 0.1 * 5/3 */
+    float dy[4] = {1, 0, 0, 0};
+    h.l.ops->backward(&h.l, &h.pass, h.w, h.x, h.y, dy, h.dx, h.dw);
+    /* dx = gamma invstd / 4 * (4 dy - sum(dy) - xhat * sum(dy xhat)) */
+    const double dx[4] = {0.536660608, -0.715536744, -0.178886869, 0.357763006};
+    for (int i = 0; i < 4; i++)
+        close_to("hand dx", h.dx[i], dx[i]);
+    close_to("hand dgamma", h.dw[0], -1.34163542); /* xhat[0] */
+    close_to("hand dbeta", h.dw[1], 1.0);
+    /* evaluation: (x - 0.25) / sqrt(1.0666667 + 1e-5) * 2 + 0.5; dx = 2 / sqrt(...) dy */
+    h.pass.training = 0;
+    h.l.ops->forward(&h.l, &h.pass, h.w, h.x, h.y);
+    close_to("hand eval y[3]", h.y[3], 3.75 * 2 / sqrt(1.066666667 + 1e-5) + 0.5);
+    h.l.ops->backward(&h.l, &h.pass, h.w, h.x, h.y, dy, h.dx, h.dw);
+    close_to("hand eval dx[0]", h.dx[0], 2 / sqrt(1.066666667 + 1e-5));
+    close_to("hand eval dx[1]", h.dx[1], 0.0);
+    TT_CHECK(h.buf[0] == 0.25f, "evaluation leaves the running statistics alone");
+    harness_free(&h);
+
+    /* explicit momentum 0.25 (exact in float) over two steps, eps 1e-3 */
+    harness_t e = {0};
+    e.l.momentum = 0.25f;
+    e.l.eps = 1e-3f;
+    harness_setup(&e, &orb_train_batchnorm_cpu_ops, (orb_train_shape_t){2, 3, 3}, 3);
+    e.l.ops->init(&e.l, e.w, &rng);
+    float before[4], want[4];
+    for (int step = 0; step < 2; step++) {
+        memcpy(before, e.buf, sizeof before);
+        bn_running_reference(&e, before, 0.25, want);
+        double *ref = malloc(sizeof(double) * 2 * 9 * 3);
+        bn_reference(&e, 1, ref);
+        check_forward(&e, "batchnorm momentum 0.25 eps 1e-3", ref, 2e-6);
+        free(ref);
+        TT_CHECK(memcmp(e.buf, want, sizeof want) == 0, "batchnorm momentum 0.25, step %d", step);
+        for (int i = 0; i < 2 * 9 * 3; i++)
+            e.x[i] = urand(-1.0f, 1.0f);
+    }
+    /* a bare layer: training runs without an update, evaluation uses mean 0, variance 1 */
+    e.l.buffers = NULL;
+    objective(&e);
+    e.pass.training = 0;
+    e.l.ops->forward(&e.l, &e.pass, e.w, e.x, e.y);
+    for (int i = 0; i < 2 * 9 * 3; i++) {
+        int ch = (i / 9) % 2;
+        close_to("bare eval y", e.y[i], e.w[ch] * e.x[i] / sqrt(1 + 1e-3) + e.w[2 + ch]);
+    }
+    harness_free(&e);
+}
+
+static void test_avgpool(void)
+{
+    /* by hand: two 2x2 planes */
+    harness_t h = {0};
+    harness_setup(&h, &orb_train_avgpool_cpu_ops, (orb_train_shape_t){2, 2, 2}, 1);
+    TT_CHECK(h.l.out.c == 2 && h.l.out.h == 1 && h.l.out.w == 1 && orb_train_layer_nparams(&h.l) == 0,
+             "avgpool shape");
+    const float x[8] = {1, 2, 3, 4, -1, 0.5f, 0.25f, 2}, dy[2] = {4, -8};
+    memcpy(h.x, x, sizeof x);
+    h.l.ops->forward(&h.l, &h.pass, h.w, h.x, h.y);
+    TT_CHECK(h.y[0] == 2.5f && h.y[1] == 0.4375f, "avgpool by hand: %g %g", h.y[0], h.y[1]);
+    h.l.ops->backward(&h.l, &h.pass, h.w, h.x, h.y, dy, h.dx, h.dw);
+    for (int i = 0; i < 8; i++)
+        TT_CHECK(h.dx[i] == (i < 4 ? 1.0f : -2.0f), "avgpool backward by hand: dx[%d] = %g", i, h.dx[i]);
+    checked += 10;
+    harness_free(&h);
+
+    harness_t r = {0};
+    harness_setup(&r, &orb_train_avgpool_cpu_ops, (orb_train_shape_t){3, 5, 7}, 4);
+    double *ref = malloc(sizeof(double) * 12);
+    for (int p = 0; p < 12; p++) {
+        double s = 0;
+        for (int i = 0; i < 35; i++)
+            s += r.x[p * 35 + i];
+        ref[p] = s / 35;
+    }
+    check_forward(&r, "avgpool", ref, 1e-7); /* one rounding of a double mean */
+    free(ref);
+    /* L is linear in x: only float noise, 1e-7 per output, over 2e-2 */
+    gradcheck(&r, "avgpool", 1e-2f, 1e-4, 1000);
+    harness_free(&r);
+}
+
 static void test_nll(void)
 {
     float logp[6] = {-0.5f, -1.0f, -2.0f, -0.1f, -3.0f, -4.0f}, d[6];
@@ -422,6 +709,14 @@ int main(void)
     test_dropout(0.25f);
     test_dropout(0.5f);
     test_logsoftmax();
+    test_batchnorm_by_hand();
+    test_batchnorm(3, 5, 4, 0, 1);
+    test_batchnorm(3, 5, 4, 1, 1);
+    test_batchnorm(3, 5, 4, 0, 0);
+    test_batchnorm(3, 5, 4, 1, 0);
+    test_batchnorm(8, 3, 2, 0, 1); /* 9 values a plane: the lanes' tail */
+    test_batchnorm_fused_relu();
+    test_avgpool();
     test_nll();
     test_model("lenet", 3);
     test_model("convnet", 2);
