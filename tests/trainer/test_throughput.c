@@ -67,6 +67,7 @@ int main(int argc, char **argv)
     char *good[] = {"--data", "synthetic:1,28,28,10", "--steps", "5", "--epochs", "2", "--batch-size", "32",
                     "--baseline-ips", "1000", "--json", json, "--profile", prof, NULL};
     int rc = run(2, good, &log);
+    TT_CHECK(rc != -1, "the 2 x 5-step run did not end within 60 s: --steps not honoured?\n%s", log);
     TT_CHECK(rc == 0, "synthetic run exited %d:\n%s", rc, log);
     /* 5 steps of 16 per rank per epoch: counted by the loop (report) and by the trace (profile) */
     const char *epochs[] = {"{\"epoch\": 1, ", "{\"epoch\": 2, "};
@@ -92,7 +93,9 @@ int main(int argc, char **argv)
         double r0, tot, eff;
         throughput_line(log, e, 2, &r0, &tot, &eff);
         printf("epoch %d: %.1f images/s on rank 0, %.1f on 2 ranks, efficiency %.1f%%\n", e, r0, tot, eff);
-        TT_CHECK(r0 > 0 && tot > r0 && tot < 4 * r0, "total %.1f is not about twice rank 0's %.1f", tot, r0);
+        /* no tighter bound: a rank's figure includes waiting for the other at the first step,
+         * which on a loaded machine can be most of 5 steps */
+        TT_CHECK(r0 > 0 && tot > r0, "total %.1f is not rank 0's %.1f plus rank 1's", tot, r0);
         TT_CHECK(fabs(eff - 100.0 * tot / 2000.0) < 0.06, "efficiency %.1f%% is not %.1f / (2 x 1000)", eff, tot);
     }
     /* the report's figures are the last epoch's, the printed ones rounded */
