@@ -52,7 +52,9 @@ orb_status_t orb_train_dataset_load(const char *dir, const char *split, orb_trai
     for (int64_t i = 0; i < lbl.count; i++)
         maxl = lbl.data[i] > maxl ? lbl.data[i] : maxl;
 
+    *ds = (orb_train_dataset_t){0};
     ds->n = img.dims[0];
+    ds->channels = 1;
     ds->rows = (int)img.dims[1];
     ds->cols = (int)img.dims[2];
     ds->nclasses = maxl + 1;
@@ -67,6 +69,17 @@ err_img:
     return st;
 }
 
+void orb_train_dataset_synthetic(const orb_train_synth_spec_t *spec, uint64_t seed, const char *split,
+                                 orb_train_dataset_t *ds)
+{
+    int train = strcmp(split, "train") == 0;
+    *ds = (orb_train_dataset_t){
+        .n = train ? ORB_TRAIN_SYNTH_TRAIN_N : ORB_TRAIN_SYNTH_TEST_N,
+        .channels = spec->c, .rows = spec->h, .cols = spec->w, .nclasses = spec->nclasses,
+        .synthetic = 1, .seed = seed, .split = train ? 0 : 1, /* the splits never share a sample */
+    };
+}
+
 void orb_train_dataset_free(orb_train_dataset_t *ds)
 {
     free(ds->pixels);
@@ -77,6 +90,11 @@ void orb_train_dataset_free(orb_train_dataset_t *ds)
 void orb_train_dataset_stats(const orb_train_dataset_t *ds, double *mean, double *std)
 {
     /* Exact integer sums: no drift over 47 million pixels. */
+    if (ds->synthetic) {
+        *mean = 0.0;
+        *std = 1.0;
+        return;
+    }
     uint64_t hist[256] = {0};
     int64_t total = ds->n * ds->rows * ds->cols;
     for (int64_t i = 0; i < total; i++)
@@ -96,7 +114,20 @@ void orb_train_dataset_stats(const orb_train_dataset_t *ds, double *mean, double
 void orb_train_dataset_batch(const orb_train_dataset_t *ds, const int64_t *idx, int n, float mean,
                              float std, float *x, int32_t *y)
 {
-    int64_t pix = (int64_t)ds->rows * ds->cols;
+    int64_t pix = (int64_t)ds->channels * ds->rows * ds->cols;
+    if (ds->synthetic) {
+        /* generated at assembly: the set is never materialised (3x224x224 x 1.28M would be 770 GB) */
+        for (int b = 0; b < n; b++) {
+            uint64_t key = orb_train_synth_key(ds->seed, ds->split, idx[b]);
+            float *dst = x + (int64_t)b * pix;
+            orb_train_synth_pixels(key, (size_t)pix, dst);
+            if (mean != 0.0f || std != 1.0f) /* the stats say 0 and 1: no second pass then */
+                for (int64_t i = 0; i < pix; i++)
+                    dst[i] = (dst[i] - mean) / std;
+            y[b] = orb_train_synth_label(key, ds->nclasses);
+        }
+        return;
+    }
     float lut[256];
     for (int v = 0; v < 256; v++)
         lut[v] = ((float)v / 255.0f - mean) / std;

@@ -99,6 +99,14 @@ static void *alloc_floats(size_t n)
     return p;
 }
 
+int orb_train_model_fixed_input(const char *name, orb_train_shape_t *in)
+{
+    if (strcmp(name, "lenet") != 0 && strcmp(name, "convnet") != 0)
+        return 0;
+    *in = (orb_train_shape_t){1, 28, 28};
+    return 1;
+}
+
 orb_status_t orb_train_model_create(const char *name, orb_train_shape_t in, int nclasses, int max_batch,
                                     orb_train_model_t **out)
 {

@@ -40,6 +40,9 @@ typedef struct {
 orb_status_t orb_train_model_create(const char *name, orb_train_shape_t in, int nclasses, int max_batch,
                                     orb_train_model_t **out);
 void orb_train_model_destroy(orb_train_model_t *m);
+/* 1 with *in set when the model only takes one sample shape (lenet, convnet: 1x28x28, their
+ * layer sizes are MNIST's); 0 when it adapts to the data. */
+int orb_train_model_fixed_input(const char *name, orb_train_shape_t *in);
 /* Draws every layer's initial parameters from one stream seeded by seed. */
 void orb_train_model_init_params(orb_train_model_t *m, uint64_t seed);
 

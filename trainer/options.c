@@ -13,7 +13,10 @@ void orb_train_opts_usage(const char *prog)
     printf("usage: %s [options]   (run under orbitrun -n N, mpirun or srun for data parallel)\n"
            "  --model NAME              lenet, convnet, resnet20, resnet18, resnet50 (lenet)\n"
            "  --data DIR                IDX files, gzipped or not (%s)\n"
+           "  --data synthetic:C,H,W,K  generated samples of C x H x W, K classes (throughput runs)\n"
            "  --epochs E                (10)\n"
+           "  --steps N                 end each epoch after N optimizer steps (the whole shard)\n"
+           "  --baseline-ips X          images/s of this run on 1 rank: print scaling efficiency\n"
            "  --batch-size B            global batch; each rank takes B / world size (64)\n"
            "  --lr LR                   learning rate (0.01 for sgd, 0.001 for adam)\n"
            "  --optimizer sgd|adam      (sgd)\n"
@@ -56,8 +59,8 @@ static orb_status_t parse_double(const char *opt, const char *s, double lo, doub
 }
 
 enum { O_MODEL = 256, O_DATA, O_EPOCHS, O_BATCH, O_LR, O_OPT, O_MOM, O_LRSTEP, O_LRGAMMA, O_BACKEND,
-       O_BUCKET, O_NOOVERLAP, O_SEED, O_THREADS, O_PROFILE, O_SAVE, O_RESUME, O_JSON, O_HELP,
-       O_GRAD_DTYPE, O_SYNC_BN };
+       O_BUCKET, O_NOOVERLAP, O_SEED, O_THREADS, O_PROFILE, O_SAVE, O_RESUME, O_JSON, O_STEPS,
+       O_BASELINE, O_HELP, O_GRAD_DTYPE, O_SYNC_BN };
 
 orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, int *exit_now)
 {
@@ -71,6 +74,7 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
         {"seed", required_argument, 0, O_SEED},         {"threads", required_argument, 0, O_THREADS},
         {"profile", required_argument, 0, O_PROFILE},   {"save", required_argument, 0, O_SAVE},
         {"resume", required_argument, 0, O_RESUME},     {"json", required_argument, 0, O_JSON},
+        {"steps", required_argument, 0, O_STEPS},       {"baseline-ips", required_argument, 0, O_BASELINE},
         {"help", no_argument, 0, O_HELP},               {"grad-dtype", required_argument, 0, O_GRAD_DTYPE},
         {"sync-bn", no_argument, 0, O_SYNC_BN},         {0, 0, 0, 0},
     };
@@ -116,6 +120,8 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
                 return orb_train_fail(ORB_ERR_INVALID_ARG, "--grad-dtype: '%s' (fp32, bf16 or fp16)", optarg);
             break;
         case O_SYNC_BN: o->sync_bn = 1; break;
+        case O_STEPS: ORB_TRAIN_CHECK(parse_long("--steps", optarg, 1, 1000000000L, &l)); o->steps = l; break;
+        case O_BASELINE: ORB_TRAIN_CHECK(parse_double("--baseline-ips", optarg, 1e-9, 1e12, &d)); o->baseline_ips = d; break;
         case 'h':
         case O_HELP: *exit_now = 1; return ORB_OK;
         default:
@@ -132,6 +138,10 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
     if (!found)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "--model: '%s' (lenet, convnet, resnet20, resnet18, resnet50)",
                               o->model);
+    /* here, not at load time: a bad spec stops before any rank joins the job */
+    o->synthetic = orb_train_synth_named(o->data);
+    if (o->synthetic)
+        ORB_TRAIN_CHECK(orb_train_synth_parse(o->data, &o->synth));
     if (strcmp(o->optimizer, "sgd") != 0 && strcmp(o->optimizer, "adam") != 0)
         return orb_train_fail(ORB_ERR_INVALID_ARG, "--optimizer: '%s' (sgd, adam)", o->optimizer);
     if (o->lr < 0.0f)

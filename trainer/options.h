@@ -5,13 +5,17 @@
 #include <stdint.h>
 
 #include "orbit.h"
+#include "synthetic.h"
 
 #define ORB_TRAIN_DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
 
 typedef struct {
     const char *model;
     const char *data;
+    int synthetic;               /* --data synthetic:C,H,W,CLASSES, parsed into synth */
+    orb_train_synth_spec_t synth;
     int epochs;
+    int64_t steps;   /* optimizer steps per epoch, 0: the whole shard */
     int batch_size;  /* global: per-rank batch = batch_size / world */
     float lr;
     const char *optimizer;
@@ -24,6 +28,7 @@ typedef struct {
     uint64_t seed;
     int seed_set;
     int threads;     /* BLAS threads per rank */
+    double baseline_ips; /* images/s of the same run on one rank, 0: unknown */
     const char *profile, *save, *resume, *json;
     orb_dtype_t grad_dtype; /* the gradient buckets on the wire: float32, bfloat16 or float16 */
     int sync_bn;            /* SyncBatchNorm: batch statistics all-reduced inside forward */

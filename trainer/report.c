@@ -23,11 +23,27 @@ orb_status_t orb_train_report_json(const char *path, const orb_train_report_t *r
     for (int i = 0; i < r->nbuckets; i++)
         fprintf(f, "%s%zu", i ? ", " : "", r->bucket_bytes[i]);
     fprintf(f, "],\n  \"data_mean\": %.6f,\n  \"data_std\": %.6f,\n  \"epochs\": [", r->data_mean, r->data_std);
-    for (int i = 0; i < r->nepochs; i++)
-        fprintf(f, "%s\n    {\"epoch\": %d, \"loss\": %.6f, \"dur\": %.4f, \"lr\": %g, \"cpu\": %.4f}", i ? "," : "",
-                r->epochs[i].epoch, r->epochs[i].loss, r->epochs[i].dur, r->epochs[i].lr, r->epochs[i].cpu);
-    fprintf(f, "\n  ],\n  \"final_loss\": %.6f,\n  \"total_time\": %.4f,\n",
-            r->nepochs ? r->epochs[r->nepochs - 1].loss : -1.0, r->total_time);
+    for (int i = 0; i < r->nepochs; i++) {
+        const orb_train_epoch_rec_t *e = &r->epochs[i];
+        fprintf(f, "%s\n    {\"epoch\": %d, \"loss\": %.6f, \"dur\": %.4f, \"lr\": %g, \"cpu\": %.4f, \"steps\": %lld, "
+                   "\"images\": %lld, \"images_per_s_rank0\": %.3f, \"images_per_s\": %.3f",
+                i ? "," : "", e->epoch, e->loss, e->dur, e->lr, e->cpu, (long long)e->steps, (long long)e->images,
+                e->ips_rank, e->ips);
+        if (o->baseline_ips > 0)
+            fprintf(f, ", \"scaling_efficiency\": %.6f", orb_train_scaling_efficiency(e->ips, r->world, o->baseline_ips));
+        fprintf(f, "}");
+    }
+    /* the run's throughput is its last epoch's: the first carries the warm-up */
+    const orb_train_epoch_rec_t *last = r->nepochs ? &r->epochs[r->nepochs - 1] : NULL;
+    fprintf(f, "\n  ],\n  \"final_loss\": %.6f,\n  \"total_time\": %.4f,\n", last ? last->loss : -1.0,
+            r->total_time);
+    fprintf(f, "  \"steps_per_epoch\": %lld,\n  \"images_per_s_rank0\": %.3f,\n  \"images_per_s\": %.3f,\n",
+            (long long)o->steps, last ? last->ips_rank : 0.0, last ? last->ips : 0.0);
+    if (o->baseline_ips > 0)
+        fprintf(f, "  \"baseline_images_per_s\": %.3f,\n  \"scaling_efficiency\": %.6f,\n", o->baseline_ips,
+                last ? orb_train_scaling_efficiency(last->ips, r->world, o->baseline_ips) : 0.0);
+    if (o->synthetic)
+        fprintf(f, "  \"synthetic\": [%d, %d, %d, %d],\n", o->synth.c, o->synth.h, o->synth.w, o->synth.nclasses);
     fprintf(f, "  \"test_images\": %lld,\n  \"accuracy\": %.4f,\n  \"class_accuracy\": [", (long long)r->test_images,
             r->test_images ? 100.0 * (double)r->correct / (double)r->test_images : 0.0);
     for (int c = 0; c < r->nclasses; c++) {

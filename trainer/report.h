@@ -12,7 +12,15 @@ typedef struct {
     int epoch;
     double loss, dur, lr;
     double cpu; /* CPU seconds of all ranks together: less sensitive than dur to other load */
+    int64_t steps, images;  /* optimizer steps; samples trained by all ranks */
+    double ips_rank, ips;   /* images/s of rank 0, and summed over the ranks (train.c) */
 } orb_train_epoch_rec_t;
+
+/* total images/s over world x the 1-rank figure: 1 is perfect scaling. */
+static inline double orb_train_scaling_efficiency(double ips, int world, double baseline_ips)
+{
+    return world > 0 && baseline_ips > 0 ? ips / ((double)world * baseline_ips) : 0.0;
+}
 
 typedef struct {
     const orb_train_opts_t *opts;
