@@ -23,7 +23,10 @@
 typedef struct {
     double momentum, eps;
     double *mean, *invstd; /* C each: the statistics the last forward normalised with */
+    double *acc;           /* 2C + 1: per-channel sums, and the count, as summed over ranks */
+    double count;          /* values per channel the statistics came from (all ranks' with sync) */
     int batch_stats;       /* the last forward used the batch's (training) statistics */
+    int synced;            /* ... summed over every rank (SyncBatchNorm: pass->sync_sum) */
 } bn_state_t;
 
 /* Eight double lanes (two AVX2 vectors), added in a fixed order: vectorises without
@@ -145,12 +148,13 @@ static orb_status_t bn_setup(orb_train_layer_t *l, int max_batch)
     size_t C = (size_t)l->in.c;
     bn_state_t *st = calloc(1, sizeof *st);
     if (st)
-        st->mean = calloc(2 * C, sizeof(double));
+        st->mean = calloc(4 * C + 1, sizeof(double));
     if (!st || !st->mean) {
         free(st);
         return orb_train_fail(ORB_ERR_NO_MEMORY, "%s: out of memory", l->name);
     }
     st->invstd = st->mean + C;
+    st->acc = st->mean + 2 * C;
     st->momentum = l->momentum != 0.0f ? (double)l->momentum : 0.1;
     st->eps = l->eps != 0.0f ? (double)l->eps : 1e-5;
     l->state = st;
@@ -185,20 +189,44 @@ static void bn_forward(orb_train_layer_t *l, const orb_train_pass_t *p, const fl
     size_t hw = (size_t)l->in.h * (size_t)l->in.w, chw = (size_t)C * hw, M = (size_t)p->n * hw;
     float *rmean = l->buffers, *rvar = l->buffers ? l->buffers + C : NULL;
     st->batch_stats = p->training;
+    st->synced = p->training && p->sync_sum;
+    double *acc = st->acc;
+    if (p->training) {
+        /* sums first, for every channel: with SyncBatchNorm they are summed over the ranks
+         * (one all-reduce for the means, one for the squared deviations about them: two
+         * passes over x, no cancellation, as without sync) */
+        for (int c = 0; c < C; c++) {
+            double s = 0.0;
+            for (int b = 0; b < p->n; b++)
+                s += plane_sum(x + (size_t)b * chw + (size_t)c * hw, hw);
+            acc[c] = s;
+        }
+        acc[C] = (double)M;
+        if (st->synced)
+            p->sync_sum(p->sync_ctx, acc, (size_t)C + 1);
+        st->count = acc[C];
+        for (int c = 0; c < C; c++) {
+            const double mean = acc[c] / st->count;
+            double s2 = 0.0;
+            for (int b = 0; b < p->n; b++)
+                s2 += plane_sqdev(x + (size_t)b * chw + (size_t)c * hw, hw, mean);
+            st->mean[c] = mean;
+            acc[C + 1 + c] = s2;
+        }
+        if (st->synced)
+            p->sync_sum(p->sync_ctx, acc + C + 1, (size_t)C);
+    }
+    const double Mg = p->training ? st->count : (double)M;
     for (int c = 0; c < C; c++) {
         double mean, var;
         if (p->training) {
-            double s = 0.0, s2 = 0.0;
-            for (int b = 0; b < p->n; b++)
-                s += plane_sum(x + (size_t)b * chw + (size_t)c * hw, hw);
-            mean = s / (double)M;
-            for (int b = 0; b < p->n; b++)
-                s2 += plane_sqdev(x + (size_t)b * chw + (size_t)c * hw, hw, mean);
-            var = s2 / (double)M;
+            const double s2 = acc[C + 1 + c];
+            mean = st->mean[c];
+            var = s2 / Mg;
             if (rmean) {
                 /* torch divides by M - 1 for the running variance; with one value per
                  * channel it refuses to train, here the biased 0 is used */
-                double unbiased = M > 1 ? s2 / (double)(M - 1) : var;
+                double unbiased = Mg > 1 ? s2 / (Mg - 1) : var;
                 rmean[c] = (float)((1.0 - st->momentum) * (double)rmean[c] + st->momentum * mean);
                 rvar[c] = (float)((1.0 - st->momentum) * (double)rvar[c] + st->momentum * unbiased);
             }
@@ -226,23 +254,33 @@ static void bn_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const f
 {
     const bn_state_t *st = l->state;
     int C = l->in.c;
-    size_t hw = (size_t)l->in.h * (size_t)l->in.w, chw = (size_t)C * hw, M = (size_t)p->n * hw;
+    size_t hw = (size_t)l->in.h * (size_t)l->in.w, chw = (size_t)C * hw;
     const float *mask = l->relu ? y : NULL;
+    double *acc = st->acc; /* sum g, then sum g (x - mean), per channel */
     for (int c = 0; c < C; c++) {
-        double mean = st->mean[c], invstd = st->invstd[c];
         double sg = 0.0, sgx = 0.0;
         for (int b = 0; b < p->n; b++) {
             size_t off = (size_t)b * chw + (size_t)c * hw;
-            plane_grad_sums(dy + off, mask ? mask + off : NULL, x + off, hw, mean, &sg, &sgx);
+            plane_grad_sums(dy + off, mask ? mask + off : NULL, x + off, hw, st->mean[c], &sg, &sgx);
         }
-        dw[c] = (float)(sgx * invstd);
+        /* this rank's parameter gradients: DDP averages them over the ranks, as it does for
+         * SyncBatchNorm's in torch */
+        dw[c] = (float)(sgx * st->invstd[c]);
         dw[C + c] = (float)sg;
-        if (!dx)
-            continue;
+        acc[c] = sg;
+        acc[C + c] = sgx;
+    }
+    if (!dx)
+        return;
+    /* dx goes through the statistics of every rank's batch: their sums, over their count */
+    if (st->synced && p->sync_sum)
+        p->sync_sum(p->sync_ctx, acc, 2 * (size_t)C);
+    for (int c = 0; c < C; c++) {
+        double mean = st->mean[c], invstd = st->invstd[c], sg = acc[c], sgx = acc[C + c];
         double k = (double)w[c] * invstd, c1 = 0.0, c0 = 0.0;
         if (st->batch_stats) {
-            c1 = k * invstd * invstd * sgx / (double)M; /* k * xhat * mean(g xhat), per (x - mean) */
-            c0 = k * sg / (double)M;
+            c1 = k * invstd * invstd * sgx / st->count; /* k * xhat * mean(g xhat), per (x - mean) */
+            c0 = k * sg / st->count;
         }
         for (int b = 0; b < p->n; b++) {
             size_t off = (size_t)b * chw + (size_t)c * hw;

@@ -626,6 +626,148 @@ static void test_avgpool(void)
     harness_free(&r);
 }
 
+/* Max pooling with stride and padding (ResNet's 3x3, stride 2, padding 1): forward against a
+ * direct loop (the padding never wins), backward against central differences. */
+static void test_maxpool_strided(int c, int hw, int k, int stride, int pad, int n)
+{
+    harness_t h = {0};
+    h.l.kernel = k, h.l.stride = stride, h.l.pad = pad;
+    harness_setup(&h, &orb_train_maxpool_cpu_ops, (orb_train_shape_t){c, hw, hw}, n);
+    /* distinct values 0.05 apart, shuffled: a 1e-3 step never changes a window's maximum */
+    size_t isz = orb_train_shape_size(h.l.in) * (size_t)n;
+    for (size_t i = 0; i < isz; i++)
+        h.x[i] = 0.05f * (float)i - 2.0f;
+    for (size_t i = isz - 1; i > 0; i--) {
+        size_t j = (size_t)orb_train_rng_below(&rng, i + 1);
+        float t = h.x[i];
+        h.x[i] = h.x[j];
+        h.x[j] = t;
+    }
+    const int oh = (hw + 2 * pad - k) / stride + 1;
+    TT_CHECK(h.l.out.h == oh && h.l.out.w == oh, "maxpool %d/%d/%d: out %dx%d, expected %dx%d", k, stride, pad,
+             h.l.out.h, h.l.out.w, oh, oh);
+    size_t osz = orb_train_shape_size(h.l.out) * (size_t)n;
+    double *ref = malloc(sizeof(double) * osz);
+    for (int pl = 0; pl < n * c; pl++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < oh; ox++) {
+                double m = -INFINITY;
+                for (int i = 0; i < k; i++)
+                    for (int j = 0; j < k; j++) {
+                        int iy = oy * stride - pad + i, ix = ox * stride - pad + j;
+                        if (iy >= 0 && iy < hw && ix >= 0 && ix < hw && h.x[(size_t)pl * hw * hw + (size_t)iy * hw + ix] > m)
+                            m = h.x[(size_t)pl * hw * hw + (size_t)iy * hw + ix];
+                    }
+                ref[(size_t)pl * oh * oh + (size_t)oy * oh + ox] = m;
+            }
+    char what[64];
+    snprintf(what, sizeof what, "maxpool %dx%d/%d pad %d on %dx%d", k, k, stride, pad, hw, hw);
+    check_forward(&h, what, ref, 0.0);
+    free(ref);
+    gradcheck(&h, what, 1e-3f, 1e-2, 400);
+    harness_free(&h);
+}
+
+/* A residual block (block.c) against central differences: every sampled derivative of x and
+ * of the parameters, to the tolerance of the other layers. Central differences are only exact
+ * away from a ReLU's kink, and with batch norm every parameter moves every value of its
+ * channel; so the batch norms' betas are set to keep each channel's ReLUs on one side for any
+ * batch: |xhat| <= sqrt(M - 1) for M values (4.2 for the smallest M here, 18), so a beta of
+ * +-5 before a fused ReLU and +-10 before the block's last one (which adds the shortcut,
+ * |xhat| or |x| <= 4.2 more) fixes each channel on (+) or off (-). Every third channel is
+ * off: the masks are exercised, no kink is ever crossed, and no convolution is left with a
+ * single live input channel (batch norm would make that output scale-invariant in its
+ * weight, a derivative of ~eps / w^2 that a 1e-2 step cannot follow). Tolerance: the step's
+ * truncation (h^2/6 times third derivatives of order 1/var through the batch norms) and the
+ * objective's float rounding (~1e-6 over 2h) are each ~1e-3 of a derivative through the
+ * block's six to eight sub-layers; 1e-2 is ten times that, and a wrong gradient path is off
+ * by its whole size. Layout: the sub-layers' weights and betas in block.c's order
+ * (convolutions without bias, batch norm gamma then beta). */
+static void test_block(int c, int hw, int planes, int stride, int exp, int n)
+{
+    harness_t h = {0};
+    h.l.out_c = planes, h.l.stride = stride, h.l.kernel = exp;
+    harness_setup(&h, &orb_train_block_cpu_ops, (orb_train_shape_t){c, hw, hw}, n);
+    const int oh = (hw - 1) / stride + 1, out = planes * exp;
+    TT_CHECK(h.l.out.c == out && h.l.out.h == oh && h.l.out.w == oh && h.l.nbias == 0,
+             "block: out %dx%dx%d", h.l.out.c, h.l.out.h, h.l.out.w);
+    orb_train_rng_t init;
+    orb_train_rng_seed(&init, 99);
+    h.l.ops->init(&h.l, h.w, &init); /* Kaiming convolutions, gamma 1, beta 0 */
+    /* {in, out, kernel} of each convolution, each followed by a batch norm of `out`; the last
+     * batch norm's beta before the final ReLU is the main path's last, or the shortcut's 0 */
+    int conv[4][3], nconv = 0;
+    if (exp == 1) {
+        conv[nconv][0] = c, conv[nconv][1] = planes, conv[nconv++][2] = 3;
+        conv[nconv][0] = planes, conv[nconv][1] = planes, conv[nconv++][2] = 3;
+    } else {
+        conv[nconv][0] = c, conv[nconv][1] = planes, conv[nconv++][2] = 1;
+        conv[nconv][0] = planes, conv[nconv][1] = planes, conv[nconv++][2] = 3;
+        conv[nconv][0] = planes, conv[nconv][1] = out, conv[nconv++][2] = 1;
+    }
+    const int nmain = nconv;
+    if (c != out || stride != 1)
+        conv[nconv][0] = c, conv[nconv][1] = out, conv[nconv++][2] = 1;
+    size_t off = 0;
+    for (int i = 0; i < nconv; i++) {
+        /* each output channel gets one dominant input, a live one: its batch norm then sees a
+         * variance of order 1, never the near-zero of cancelling inputs where the derivative
+         * (~1/sqrt(var)) is too curved for a finite difference */
+        const int cin = conv[i][0], k2 = conv[i][2] * conv[i][2];
+        const int fed_by_bn = i > 0 && i < nmain; /* conv2, conv3: after a masked batch norm */
+        for (int o = 0; o < conv[i][1]; o++) {
+            int d = o % cin;
+            if (fed_by_bn && d % 3 == 1)
+                d--;
+            h.w[off + ((size_t)o * (size_t)cin + (size_t)d) * (size_t)k2 + (size_t)k2 / 2] += 1.0f;
+        }
+        off += (size_t)conv[i][0] * (size_t)conv[i][1] * (size_t)(conv[i][2] * conv[i][2]);
+        const int C = conv[i][1];
+        for (int ch = 0; ch < C; ch++) {
+            float beta = i < nmain - 1 ? 5.0f : i == nmain - 1 ? 10.0f : 0.0f;
+            h.w[off + (size_t)C + (size_t)ch] = ch % 3 == 1 ? -beta : beta;
+        }
+        off += 2 * (size_t)C;
+    }
+    TT_CHECK(off == orb_train_layer_nparams(&h.l), "block: the test's layout has %zu parameters, the block %zu", off,
+             orb_train_layer_nparams(&h.l));
+    char what[96];
+    snprintf(what, sizeof what, "block %dx%dx%d planes %d stride %d expansion %d", c, hw, hw, planes, stride, exp);
+    gradcheck(&h, what, BN_STEP, 1e-2, 600);
+    /* and the channels held off really are off */
+    for (int b = 0; b < n; b++)
+        for (int i = 0; i < oh * oh; i++)
+            TT_CHECK(h.y[((size_t)b * out + 1) * (size_t)(oh * oh) + (size_t)i] == 0.0f, "%s: channel 1 not off", what);
+    harness_free(&h);
+}
+
+/* By hand: a basic block with zero convolution weights and no projection gives
+ * y = relu(x + beta2) (its batch norms see all-zero inputs: variance 0, xhat 0, output beta). */
+static void test_block_by_hand(void)
+{
+    harness_t h = {0};
+    h.l.out_c = 2, h.l.stride = 1, h.l.kernel = 1;
+    harness_setup(&h, &orb_train_block_cpu_ops, (orb_train_shape_t){2, 3, 3}, 2);
+    size_t np = orb_train_layer_nparams(&h.l);
+    /* layout: conv1 (2x2x3x3 = 36), bn1 (2 + 2), conv2 (36), bn2 (2 + 2) */
+    TT_CHECK(np == 36 + 4 + 36 + 4 && h.l.nbuffers == 8, "block by hand: %zu parameters, %zu buffers", np,
+             h.l.nbuffers);
+    memset(h.w, 0, sizeof(float) * np);
+    h.w[36 + 2] = 0.25f, h.w[36 + 3] = -0.75f; /* bn1's beta: relu'd, then lost in conv2's zeros */
+    h.w[76 + 2] = 0.5f, h.w[76 + 3] = -0.25f;  /* bn2's beta */
+    objective(&h);
+    for (int b = 0; b < 2; b++)
+        for (int c = 0; c < 2; c++)
+            for (int i = 0; i < 9; i++) {
+                size_t at = (size_t)b * 18 + (size_t)c * 9 + (size_t)i;
+                float want = h.x[at] + (c ? -0.25f : 0.5f);
+                want = want > 0.0f ? want : 0.0f;
+                TT_CHECK(h.y[at] == want, "block by hand: y[%zu] = %.9g, expected %.9g", at, h.y[at], want);
+            }
+    checked += 36;
+    harness_free(&h);
+}
+
 static void test_nll(void)
 {
     float logp[6] = {-0.5f, -1.0f, -2.0f, -0.1f, -3.0f, -4.0f}, d[6];
@@ -717,9 +859,17 @@ int main(void)
     test_batchnorm(8, 3, 2, 0, 1); /* 9 values a plane: the lanes' tail */
     test_batchnorm_fused_relu();
     test_avgpool();
+    test_maxpool_strided(2, 9, 3, 2, 1, 2); /* ResNet-18/50's stem pool */
+    test_maxpool_strided(1, 8, 3, 2, 1, 1);
+    test_block_by_hand();
+    test_block(4, 6, 4, 1, 1, 3);  /* basic, identity shortcut */
+    test_block(4, 6, 8, 2, 1, 3);  /* basic, projection (stride 2, wider) */
+    test_block(8, 5, 3, 2, 4, 2);  /* bottleneck, projection */
+    test_block(12, 4, 3, 1, 4, 2); /* bottleneck, identity (12 = 3 x 4) */
     test_nll();
     test_model("lenet", 3);
     test_model("convnet", 2);
+    test_model("resnet20", 2);
     printf("gradcheck: %d derivatives match\n", checked);
     return 0;
 }
