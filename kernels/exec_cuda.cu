@@ -4,10 +4,13 @@
 
 using namespace orb_cuda_exec;
 
-namespace {
-
-/* The tracer's clock probe (orb_cuda_exec_clock). */
+namespace orb_cuda_exec {
+/* The tracer's clock probe (orb_cuda_exec_clock). Not in an anonymous namespace: nvcc's host
+ * stubs cannot name a kernel in this file's one next to the header's. */
 __global__ void clock_kernel(unsigned long long *stamp) { *stamp = now_ns(); }
+} /* namespace orb_cuda_exec */
+
+namespace {
 
 cudaError_t launch_typed(const orb_cuda_launch_t &L, int blocks, size_t smem, cudaStream_t stream)
 {
