@@ -21,6 +21,7 @@
 #include "comm/coll_cuda.h"
 #include "comm/cuda_comm.h"
 #include "comm/cuda_hooks.h"
+#include "comm/cuda_trace.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -506,6 +507,7 @@ orb_status_t orb_cuda_stage(struct orb_comm *c, const orb_prepared_t *k, int n, 
         goto out;
     }
     if (blocks > 0) { /* else nothing moves (count 0, no handshake): nothing to fire */
+        orb_cuda_trace_stage(c, s, k, n, L, g->capturing);
         *out = g;
         g = NULL;
     }
@@ -552,6 +554,7 @@ orb_status_t orb_cuda_fire(orb_cuda_staged_t *g, int defer, int *pending)
         st = orb_comm_fail(c, st, "%s: rank %d: %s", fn, c->rank, err);
         goto out;
     }
+    orb_cuda_trace_commit(s, g->ls, 1);
     if (!g->capturing) {
         if ((rc = cudaEventRecord(s->last_done, g->ls)) != cudaSuccess) {
             st = orb_comm_fail(c, ORB_ERR_CUDA, "%s: rank %d: cudaEventRecord: %s", fn, c->rank, cudaGetErrorString(rc));
@@ -568,12 +571,19 @@ orb_status_t orb_cuda_fire(orb_cuda_staged_t *g, int defer, int *pending)
             st = finish_sync(c, s, fn);
     }
 out:
+    orb_cuda_trace_commit(s, g->ls, 0); /* a no-op once committed */
     scope_leave(&scope);
     free(g);
     return st;
 }
 
-void orb_cuda_drop(orb_cuda_staged_t *g) { free(g); }
+void orb_cuda_drop(orb_cuda_staged_t *g)
+{
+    struct orb_cuda_state *s = g ? orb_cuda_state_of(g->c, 0) : NULL;
+    if (s)
+        orb_cuda_trace_commit(s, NULL, 0);
+    free(g);
+}
 
 struct orb_comm *orb_cuda_staged_comm(const orb_cuda_staged_t *g) { return g->c; }
 

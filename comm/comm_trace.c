@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "comm/comm_trace.h"
+#include "comm/cuda_hooks.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -19,6 +20,7 @@ struct orb_comm_tracer {
     orb_trace_ring_t calls; /* of orb_trace_call_t */
     orb_trace_steps_t steps;
     int steps_on;
+    uint64_t kernel_dropped; /* device lanes not recorded (cuda_trace.c) */
     orb_trace_clock_t clock;
 };
 
@@ -87,7 +89,7 @@ static void transports_text(uint8_t mask, char *buf, size_t len)
 /* The step kind as one token ("recv_reduce_send"). */
 static void kind_text(int kind, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s", orb_step_kind_name((orb_step_kind_t)kind));
+    snprintf(buf, len, "%s", kind == ORB_TRACE_STEP_KERNEL ? "kernel" : orb_step_kind_name((orb_step_kind_t)kind));
     for (char *q = buf; *q; q++)
         if (*q == '-')
             *q = '_';
@@ -160,10 +162,32 @@ void orb_comm_trace_exec(struct orb_comm *c, int n)
     c->env.trace = s;
 }
 
+int orb_comm_trace_steps_on(const struct orb_comm *c) { return c->tracer && c->tracer->steps_on; }
+
+void orb_comm_trace_kernel(struct orb_comm *c, uint64_t id, int channel, uint64_t bytes, int64_t t_start_ns,
+                           int64_t t_end_ns)
+{
+    struct orb_comm_tracer *t = c->tracer;
+    if (!t || !t->steps.ring.cap)
+        return;
+    *(orb_trace_step_t *)orb_trace_ring_push(&t->steps.ring) = (orb_trace_step_t){
+        .id = id, .t_start = t_start_ns, .t_end = t_end_ns, .bytes = bytes, .index = -1, .send_peer = -1,
+        .recv_peer = -1, .channel = (int16_t)channel, .kind = ORB_TRACE_STEP_KERNEL};
+}
+
+void orb_comm_trace_kernel_dropped(struct orb_comm *c, uint64_t n)
+{
+    if (c->tracer)
+        c->tracer->kernel_dropped += n;
+}
+
 /* ---- writing --------------------------------------------------------------------------- */
 
-static int write_trace(struct orb_comm *c, const char *why)
+/* wait: for the device launches still running, whose steps are read first (never on an
+ * error or at exit, where a launch may never end). */
+static int write_trace(struct orb_comm *c, const char *why, int wait)
 {
+    orb_cuda_trace_flush(c, wait);
     struct orb_comm_tracer *t = c->tracer;
     char tag[17], path[PATH_MAX], tmp[PATH_MAX + 8];
     comm_tag(c, tag);
@@ -186,7 +210,7 @@ static int write_trace(struct orb_comm *c, const char *why)
             host[0] ? host : "-", (int)getpid());
     fprintf(f, "clock offset_ns %" PRId64 " error_ns %" PRId64 "\n", c->clock_offset_ns, c->clock_err_ns);
     fprintf(f, "dropped %" PRIu64 " %" PRIu64 "\n", orb_trace_ring_dropped(calls),
-            steps->cap ? orb_trace_ring_dropped(steps) : 0);
+            (steps->cap ? orb_trace_ring_dropped(steps) : 0) + t->kernel_dropped);
 #define NS(ticks) (orb_trace_clock_ns(&t->clock, (ticks)) + c->clock_offset_ns)
     for (size_t i = 0; i < orb_trace_ring_held(calls); i++) {
         const orb_trace_call_t *r = orb_trace_ring_at(calls, i);
@@ -203,6 +227,11 @@ static int write_trace(struct orb_comm *c, const char *why)
         const orb_trace_step_t *r = orb_trace_ring_at(steps, i);
         char kind[32];
         kind_text(r->kind, kind, sizeof kind);
+        if (r->kind == ORB_TRACE_STEP_KERNEL) { /* already ns; the kernel does not split its time */
+            fprintf(f, "step %" PRIu64 " %d -1 %s -1 -1 %" PRIu64 " %" PRId64 " %" PRId64 " 0 0 0\n", r->id,
+                    r->channel, kind, r->bytes, r->t_start + c->clock_offset_ns, r->t_end + c->clock_offset_ns);
+            continue;
+        }
         const int64_t t0 = NS(r->t_start), t1 = NS(r->t_end);
         const int64_t mv = NS(r->t_start + r->move) - t0, rd = NS(r->t_start + r->reduce) - t0;
         const int64_t wait = t1 - t0 - mv - rd;
@@ -240,7 +269,7 @@ static void tracer_free(struct orb_comm *c)
 static void write_at_exit_one(struct orb_comm *c)
 {
     if (c->tracer)
-        write_trace(c, "at exit");
+        write_trace(c, "at exit", 0);
 }
 
 static void write_at_exit(void) { orb_comm_live_each(write_at_exit_one); }
@@ -329,7 +358,7 @@ void orb_comm_trace_failed(struct orb_comm *c, orb_status_t st)
         return;
     c->flight_dumped = 1;
     if (c->tracer)
-        write_trace(c, "on the first error");
+        write_trace(c, "on the first error", 0);
     if (!c->flight.cap)
         return;
     orb_trace_clock_finish(&c->flight_clock);
@@ -387,7 +416,7 @@ void orb_comm_trace_setup(struct orb_comm *c)
 void orb_comm_trace_teardown(struct orb_comm *c)
 {
     if (c->tracer)
-        write_trace(c, "at orb_comm_destroy");
+        write_trace(c, "at orb_comm_destroy", 1);
     tracer_free(c);
     orb_trace_ring_free(&c->flight);
 }
@@ -454,7 +483,7 @@ orb_status_t orb_comm_trace_stop(orb_comm_t comm)
     if (!comm->tracer)
         return orb_comm_fail(comm, ORB_ERR_INVALID_ARG, "orb_comm_trace_stop: rank %d: this communicator is not traced "
                                                         "(orb_comm_trace_start or ORBIT_TRACE start it)", comm->rank);
-    int bad = write_trace(comm, "at orb_comm_trace_stop");
+    int bad = write_trace(comm, "at orb_comm_trace_stop", 1);
     char dir[sizeof comm->tracer->dir];
     snprintf(dir, sizeof dir, "%s", comm->tracer->dir);
     tracer_free(comm);

@@ -29,6 +29,12 @@ void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_
 void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st);
 /* Before the host executor runs n calls: room for their step timings (steps traced only). */
 void orb_comm_trace_exec(struct orb_comm *c, int n);
+/* Device steps (comm/cuda_trace.c): whether steps are traced; one lane of a device call that
+ * ran from t_start_ns to t_end_ns (CLOCK_MONOTONIC); n lanes that could not be recorded. */
+int orb_comm_trace_steps_on(const struct orb_comm *c);
+void orb_comm_trace_kernel(struct orb_comm *c, uint64_t id, int channel, uint64_t bytes, int64_t t_start_ns,
+                           int64_t t_end_ns);
+void orb_comm_trace_kernel_dropped(struct orb_comm *c, uint64_t n);
 /* A call failed with st: when st ends the communicator, print the flight recorder after the
  * error (once) and write the trace. */
 void orb_comm_trace_failed(struct orb_comm *c, orb_status_t st);

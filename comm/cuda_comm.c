@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "collectives/exec.h"
+#include "comm/comm_trace.h"
 #include "comm/cuda_hooks.h"
+#include "comm/cuda_trace.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/param.h"
@@ -53,6 +55,7 @@ static void state_free(struct orb_cuda_state *s)
         cudaSetDevice(s->device);
         if (s->internal)
             cudaStreamSynchronize(s->internal);
+        orb_cuda_trace_free(s);
         for (int i = 0; i < s->nplans; i++)
             if (!s->plans[i].in_arena)
                 cudaFree(s->plans[i].steps);
@@ -243,6 +246,9 @@ orb_status_t orb_cuda_state_setup(struct orb_comm *c, struct orb_cuda_state *s, 
     /* Every kernel loaded now, while nothing of ours runs (lazy loading: exec_cuda.h). */
     if ((st = orb_cuda_exec_load(err, errlen)) != ORB_OK)
         goto out;
+    /* before the final exchange: no peer's kernel runs yet to wait for (cuda_trace.h) */
+    if (orb_comm_trace_steps_on(c))
+        orb_cuda_trace_prepare(c, s);
     CUDA_TRY(cudaMemcpyAsync(s->conns, conns, nconn * sizeof *conns, cudaMemcpyHostToDevice, s->internal),
              "cudaMemcpyAsync");
     CUDA_TRY(cudaMemcpyAsync(s->peer_ctrl, pctrl, (size_t)c->nranks * sizeof *pctrl, cudaMemcpyHostToDevice,
@@ -568,8 +574,17 @@ void orb_cuda_comm_abort(struct orb_comm *c)
 void orb_cuda_comm_destroy(struct orb_comm *c)
 {
     struct orb_cuda_state *s = __atomic_exchange_n(&c->cuda, NULL, __ATOMIC_ACQ_REL);
+    if (!s)
+        return;
+    orb_cuda_trace_collect(c, s, 1); /* the trace is written after this, without the state */
+    state_free(s);
+}
+
+void orb_cuda_trace_flush(struct orb_comm *c, int wait)
+{
+    struct orb_cuda_state *s = orb_cuda_state_of(c, 0);
     if (s)
-        state_free(s);
+        orb_cuda_trace_collect(c, s, wait);
 }
 
 orb_status_t orb_cuda_async_error(struct orb_comm *c)

@@ -63,6 +63,8 @@ struct orb_cuda_state {
     size_t scratch_bytes;
     void **graveyard; /* device memory a launch in flight or a graph may still read: freed at destroy */
     size_t ngrave, capgrave;
+    struct orb_cuda_trace *trace; /* device steps (cuda_trace.h), NULL until traced with steps */
+    int trace_failed;             /* their setup failed: not tried again */
 };
 
 /* The state of c, created (device unset) when create is nonzero; NULL without it. */

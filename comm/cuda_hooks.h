@@ -32,6 +32,9 @@ void orb_cuda_comm_abort(struct orb_comm *c);
 void orb_cuda_comm_destroy(struct orb_comm *c);
 /* orb_comm_get_async_error: a failure a kernel reported since the last call, else ORB_OK. */
 orb_status_t orb_cuda_async_error(struct orb_comm *c);
+/* Before the trace is written: device steps of completed launches into the tracer's ring
+ * (wait: of every launch, waiting for those still running). */
+void orb_cuda_trace_flush(struct orb_comm *c, int wait);
 
 #else
 
@@ -54,6 +57,7 @@ static inline orb_status_t orb_cuda_async_error(struct orb_comm *c)
     (void)c;
     return ORB_OK;
 }
+static inline void orb_cuda_trace_flush(struct orb_comm *c, int wait) { (void)c, (void)wait; }
 
 #endif
 

@@ -18,7 +18,7 @@
     X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \
     X(IB_GID_INDEX, "ORBIT_IB_GID_INDEX", -1, "RoCE GID index to use (unset: the first RoCE v2 GID with an IPv4 address on an up interface)") \
     X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)") \
-    X(TRACE_STEPS, "ORBIT_TRACE_STEPS", 0, "1: the tracer (ORBIT_TRACE) also records each plan step per channel: when it started, how long it waited for the peer, moved and reduced data") \
+    X(TRACE_STEPS, "ORBIT_TRACE_STEPS", 0, "1: the tracer (ORBIT_TRACE) also records each plan step per channel: when it started, how long it waited for the peer, moved and reduced data (device calls: each lane's kernel start and end)") \
     X(TRACE_CALLS, "ORBIT_TRACE_CALLS", 65536, "calls the tracer's ring holds per communicator (about 90 bytes each); older ones are dropped and counted") \
     X(TRACE_STEP_RECORDS, "ORBIT_TRACE_STEP_RECORDS", 262144, "plan steps the tracer's ring holds per communicator with ORBIT_TRACE_STEPS=1 (64 bytes each)") \
     X(FLIGHT_CALLS, "ORBIT_FLIGHT_CALLS", 32, "calls the flight recorder keeps per communicator, printed after an error that ends the communicator (0: off)") \

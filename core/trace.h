@@ -66,8 +66,12 @@ typedef struct {
     int64_t t_start, t_end, move, reduce; /* ticks; move/reduce: time in the copy/reduce kernels */
     uint64_t bytes;
     int32_t index, send_peer, recv_peer;
-    int16_t channel, kind;
+    int16_t channel, kind; /* kind: orb_step_kind_t, or ORB_TRACE_STEP_KERNEL */
 } orb_trace_step_t;
+
+/* A device lane as one step (kernel start to end of one block): t_start/t_end are already
+ * CLOCK_MONOTONIC nanoseconds (the kernel's stamps, aligned when read), not ticks. */
+#define ORB_TRACE_STEP_KERNEL (-1)
 
 /* A ring of fixed-size records: when full, the oldest are overwritten and counted. */
 typedef struct {

@@ -4,6 +4,12 @@
 
 using namespace orb_cuda_exec;
 
+namespace orb_cuda_exec {
+/* The tracer's clock probe (orb_cuda_exec_clock). Not in an anonymous namespace: nvcc's host
+ * stubs cannot name a kernel in this file's one next to the header's. */
+__global__ void clock_kernel(unsigned long long *stamp) { *stamp = now_ns(); }
+} /* namespace orb_cuda_exec */
+
 namespace {
 
 cudaError_t launch_typed(const orb_cuda_launch_t &L, int blocks, size_t smem, cudaStream_t stream)
@@ -66,11 +72,25 @@ extern "C" orb_status_t orb_cuda_exec_launch(const orb_cuda_launch_t *launch, cu
     return ORB_OK;
 }
 
+extern "C" orb_status_t orb_cuda_exec_clock(unsigned long long *stamp, cudaStream_t stream, char *err,
+                                            size_t errlen)
+{
+    cudaError_t rc = ORB_CUDA_LAUNCH(clock_kernel, 1, 1, 0, stream, stamp);
+    if (rc != cudaSuccess) {
+        snprintf(err, errlen, "the clock probe's launch failed: %s (%s)", cudaGetErrorString(rc), cudaGetErrorName(rc));
+        (void)cudaGetLastError();
+        return ORB_ERR_CUDA;
+    }
+    return ORB_OK;
+}
+
 extern "C" orb_status_t orb_cuda_exec_load(char *err, size_t errlen)
 {
     orb_cuda_launch_t L; /* only its dtype and op are read: nothing is launched */
     memset(&L, 0, sizeof L);
-    cudaError_t rc = launch_kernel<uint8_t, OpNone>(L, 0, 0, nullptr);
+    cudaError_t rc = ORB_CUDA_LOAD(clock_kernel);
+    if (rc == cudaSuccess)
+        rc = launch_kernel<uint8_t, OpNone>(L, 0, 0, nullptr);
     for (int d = 0; d < ORB_NUM_DTYPES && rc == cudaSuccess; d++)
         for (int o = 0; o < ORB_NUM_OPS && rc == cudaSuccess; o++) {
             L.dtype = d;

@@ -136,6 +136,9 @@ typedef struct {
     int32_t check_signatures;
     int32_t nops;
     int32_t dtype, op;                  /* of the typed calls (one pair per launch) */
+    /* NULL: off. Else 2 words per block, in host-mapped memory: [2b] when block b starts its
+     * lane, [2b+1] when it has run it (before the position bookkeeping); %globaltimer ns. */
+    unsigned long long *stamps;
     orb_cuda_op_t ops[ORB_CUDA_MAX_OPS];
 } orb_cuda_launch_t;
 
@@ -166,6 +169,11 @@ orb_status_t orb_cuda_exec_launch(const orb_cuda_launch_t *launch, cudaStream_t 
 
 /* Blocks of one launch (the co-residency requirement is per launch and rank). */
 int orb_cuda_exec_blocks(const orb_cuda_launch_t *launch);
+
+/* Enqueues one thread storing the device clock (%globaltimer, ns; the emulator's:
+ * CLOCK_REALTIME) into *stamp, a device pointer to mapped host memory: the tracer reads it
+ * around a synchronisation to place the kernels' stamps on the host's CLOCK_MONOTONIC. */
+orb_status_t orb_cuda_exec_clock(unsigned long long *stamp, cudaStream_t stream, char *err, size_t errlen);
 
 /* Loads every kernel of the device executor into the current device's context (call at setup,
  * before any of them runs): with lazy loading, a first launch while a peer's kernel spins

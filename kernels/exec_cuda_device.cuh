@@ -98,10 +98,13 @@ inline uint4 ll_load(const void *p)
     return v;
 }
 
+/* %globaltimer's stand-in: CLOCK_REALTIME, whose epoch is not CLOCK_MONOTONIC's either, so
+ * the tracer's alignment of kernel stamps to the host clock (cuda_trace.c) is exercised here
+ * as on a GPU. The timeouts only take differences of it. */
 inline uint64_t now_ns()
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 #endif
@@ -635,10 +638,16 @@ __global__ void __launch_bounds__(NT, 1) exec_kernel(const __grid_constant__ orb
         s_err = ORB_ERR_ABORTED; /* an earlier failure: move nothing */
     __syncthreads();
 
+    /* The tracer's stamps (exec_cuda.h) bracket the lane alone: its start after the block's
+     * setup above, its end before the position bookkeeping below. */
+    if (L.stamps && threadIdx.x == 0)
+        L.stamps[2 * blockIdx.x] = now_ns();
     Lane ln = {&L, &op, opi, ch, proto, spos, rpos, &s_err, &s_hdr, 0, 0};
     if (!s_err)
         run_lane<T, Op>(ln);
     __syncthreads();
+    if (L.stamps && threadIdx.x == 0)
+        L.stamps[2 * blockIdx.x + 1] = now_ns();
 
     /* Positions: this block's pieces go to pending; the last block of the launch folds them
      * in, after every block has read the starting values. */
