@@ -5,6 +5,7 @@
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
+#include "comm/comm_trace.h"
 
 static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b, int nranks)
 {
@@ -45,6 +46,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     orb_plan_cache_entry_t *e = &c->cache[victim];
     if (e->valid)
         orb_plan_free(&e->plan);
+    orb_comm_trace_plan_gone(c, &e->plan); /* the tracer's memo of that plan's transports */
     e->valid = 0;
     if (key->vec) { /* the plan reads the vectors for as long as it is cached */
         size_t bytes = 4 * (size_t)c->nranks * sizeof *key->vec;

@@ -22,6 +22,8 @@ struct orb_comm_tracer {
     int steps_on;
     uint64_t kernel_dropped; /* device lanes not recorded (cuda_trace.c) */
     orb_trace_clock_t clock;
+    const orb_plan_t *last_plan; /* the plan whose transports were worked out last, and them: */
+    uint8_t last_transports;     /* a run of calls of one shape looks them up once */
 };
 
 /* ---- names --------------------------------------------------------------------------- */
@@ -116,10 +118,21 @@ void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_
     if (c->flight.cap)
         *(m->flight = orb_trace_ring_push(&c->flight)) = rec;
     if (c->tracer) {
+        struct orb_comm_tracer *t = c->tracer;
         rec.bytes = call_bytes(c, p);
-        rec.transports = plan_transports(c, p->plan);
+        if (p->plan != t->last_plan) {
+            t->last_transports = plan_transports(c, p->plan);
+            t->last_plan = p->plan;
+        }
+        rec.transports = t->last_transports;
         *(m->trace = orb_trace_ring_push(&c->tracer->calls)) = rec;
     }
+}
+
+void orb_comm_trace_plan_gone(struct orb_comm *c, const orb_plan_t *plan)
+{
+    if (c->tracer && c->tracer->last_plan == plan)
+        c->tracer->last_plan = NULL;
 }
 
 void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st)

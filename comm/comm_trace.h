@@ -27,6 +27,8 @@ void orb_comm_trace_teardown(struct orb_comm *c);
 /* A call that is about to run (p planned and signed); sets p->trace_id. */
 void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_trace_mark_t *m);
 void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st);
+/* The plan cache is about to reuse plan's room for another plan. */
+void orb_comm_trace_plan_gone(struct orb_comm *c, const orb_plan_t *plan);
 /* Before the host executor runs n calls: room for their step timings (steps traced only). */
 void orb_comm_trace_exec(struct orb_comm *c, int n);
 /* Device steps (comm/cuda_trace.c): whether steps are traced; one lane of a device call that
