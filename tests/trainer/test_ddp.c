@@ -45,30 +45,11 @@
 
 static char *train_bin, *orbitrun, *mpirun, *kind, *dir;
 
-typedef struct {
-    void *blob;
-    const float *p, *s; /* parameters, momentum buffer */
-    uint64_t n;
-} ckpt_t;
-
-static void ckpt_load(const char *path, ckpt_t *c)
+/* A checkpoint of SGD with momentum: one optimiser state vector, the momentum buffer. */
+static void ckpt_load(const char *path, tt_ckpt_t *c)
 {
-    size_t len;
-    orb_train_ckpt_info_t info;
-    const float *state[2];
-    TT_CHECK(orb_train_ckpt_read(path, &c->blob, &len) == ORB_OK, "cannot read checkpoint %s", path);
-    TT_CHECK(orb_train_ckpt_parse(path, c->blob, len, &info, &c->p, state, NULL) == ORB_OK, "cannot parse %s", path);
-    TT_CHECK(info.nstate == 1, "%s: %d optimiser state vectors, want 1 (SGD with momentum)", path, info.nstate);
-    c->s = state[0];
-    c->n = info.nparams;
-}
-
-static double maxabs_diff(const float *a, const float *b, size_t off, size_t n)
-{
-    double d = 0;
-    for (size_t i = off; i < off + n; i++)
-        d = fmax(d, fabs((double)a[i] - (double)(b ? b[i] : 0.0f)));
-    return d;
+    tt_ckpt_load(path, c);
+    TT_CHECK(c->nstate == 1, "%s: %d optimiser state vectors, want 1 (SGD with momentum)", path, c->nstate);
 }
 
 /* Each tensor's scales, from the two reference runs: how far training moved it, and its
@@ -77,21 +58,21 @@ typedef struct {
     double moved[2 * ORB_TRAIN_MAX_LAYERS], mscale[2 * ORB_TRAIN_MAX_LAYERS];
 } scales_t;
 
-static void tensor_scales(const orb_train_model_t *m, const ckpt_t *init, const ckpt_t *ref, scales_t *sc)
+static void tensor_scales(const orb_train_model_t *m, const tt_ckpt_t *init, const tt_ckpt_t *ref, scales_t *sc)
 {
     TT_CHECK(ref->n == m->nparams && init->n == m->nparams, "checkpoints hold %llu/%llu parameters, the ConvNet has %zu",
              (unsigned long long)init->n, (unsigned long long)ref->n, m->nparams);
     for (int t = 0; t < m->ntensors; t++) {
         const orb_train_tensor_t *tn = &m->tensors[t];
-        sc->moved[t] = maxabs_diff(ref->p, init->p, tn->off, tn->count);
-        sc->mscale[t] = maxabs_diff(ref->s, NULL, tn->off, tn->count);
+        sc->moved[t] = tt_maxabs_diff(ref->p, init->p, tn->off, tn->count);
+        sc->mscale[t] = tt_maxabs_diff(ref->s, NULL, tn->off, tn->count);
         TT_CHECK(sc->moved[t] > 0 && sc->mscale[t] > 0,
                  "%s did not move in the reference run: the comparison would be empty", tn->name);
     }
 }
 
 /* Worst ratio over the model's tensors (see BOUND); names the tensor in *worst_name. */
-static double compare(const orb_train_model_t *m, const scales_t *sc, const ckpt_t *ref, const ckpt_t *got,
+static double compare(const orb_train_model_t *m, const scales_t *sc, const tt_ckpt_t *ref, const tt_ckpt_t *got,
                       double *worst_state, const char **worst_name)
 {
     TT_CHECK(got->n == m->nparams, "a checkpoint holds %llu parameters, the ConvNet has %zu",
@@ -101,8 +82,8 @@ static double compare(const orb_train_model_t *m, const scales_t *sc, const ckpt
     *worst_name = "";
     for (int t = 0; t < m->ntensors; t++) {
         const orb_train_tensor_t *tn = &m->tensors[t];
-        double r = maxabs_diff(got->p, ref->p, tn->off, tn->count) / sc->moved[t];
-        double rs = maxabs_diff(got->s, ref->s, tn->off, tn->count) / sc->mscale[t];
+        double r = tt_maxabs_diff(got->p, ref->p, tn->off, tn->count) / sc->moved[t];
+        double rs = tt_maxabs_diff(got->s, ref->s, tn->off, tn->count) / sc->mscale[t];
         if (r > worst)
             worst = r, *worst_name = tn->name;
         *worst_state = fmax(*worst_state, rs);
@@ -147,7 +128,7 @@ int main(int argc, char **argv)
              "cannot build the ConvNet to learn its tensors");
 
     char path[4200];
-    ckpt_t init, ref, got;
+    tt_ckpt_t init, ref, got;
     /* lr 0: the parameters stay at their initial values (the momentum buffer still fills) */
     snprintf(path, sizeof path, "%s/init.ckpt", dir);
     train(1, "none", "25", 1, "0", path);

@@ -31,47 +31,27 @@
 
 static char *train_bin, *orbitrun, *mpirun, *kind, *dir;
 
-typedef struct {
-    void *blob;
-    const float *p, *s, *b;
-    uint64_t n, nb;
-} ckpt_t;
-
-static void ckpt_load(const char *path, ckpt_t *c)
+/* A checkpoint of SGD with momentum of a model with buffers. */
+static void ckpt_load(const char *path, tt_ckpt_t *c)
 {
-    size_t len;
-    orb_train_ckpt_info_t info;
-    const float *state[2];
-    TT_CHECK(orb_train_ckpt_read(path, &c->blob, &len) == ORB_OK, "cannot read checkpoint %s", path);
-    TT_CHECK(orb_train_ckpt_parse(path, c->blob, len, &info, &c->p, state, &c->b) == ORB_OK, "cannot parse %s", path);
-    TT_CHECK(info.nstate == 1 && info.nbuffers > 0, "%s: %d state vectors, %llu buffers", path, info.nstate,
-             (unsigned long long)info.nbuffers);
-    c->s = state[0];
-    c->n = info.nparams;
-    c->nb = info.nbuffers;
-}
-
-static double maxabs_diff(const float *a, const float *b, size_t off, size_t n)
-{
-    double d = 0;
-    for (size_t i = off; i < off + n; i++)
-        d = fmax(d, fabs((double)a[i] - (double)(b ? b[i] : 0.0f)));
-    return d;
+    tt_ckpt_load(path, c);
+    TT_CHECK(c->nstate == 1 && c->nb > 0, "%s: %d state vectors, %llu buffers", path, c->nstate,
+             (unsigned long long)c->nb);
 }
 
 /* The worst relative difference over the tensors (parameters and momentum) and the layers'
  * buffers; *what names it. */
-static double compare(const orb_train_model_t *m, const ckpt_t *init, const ckpt_t *ref, const ckpt_t *got,
+static double compare(const orb_train_model_t *m, const tt_ckpt_t *init, const tt_ckpt_t *ref, const tt_ckpt_t *got,
                       char *what, size_t whatlen)
 {
     double worst = 0;
     for (int t = 0; t < m->ntensors; t++) {
         const orb_train_tensor_t *tn = &m->tensors[t];
-        double moved = maxabs_diff(ref->p, init->p, tn->off, tn->count);
-        double ms = maxabs_diff(ref->s, NULL, tn->off, tn->count);
+        double moved = tt_maxabs_diff(ref->p, init->p, tn->off, tn->count);
+        double ms = tt_maxabs_diff(ref->s, NULL, tn->off, tn->count);
         TT_CHECK(moved > 0 && ms > 0, "%s did not move in the reference run", tn->name);
-        double r = maxabs_diff(got->p, ref->p, tn->off, tn->count) / moved;
-        double rs = maxabs_diff(got->s, ref->s, tn->off, tn->count) / ms;
+        double r = tt_maxabs_diff(got->p, ref->p, tn->off, tn->count) / moved;
+        double rs = tt_maxabs_diff(got->s, ref->s, tn->off, tn->count) / ms;
         if (fmax(r, rs) > worst) {
             worst = fmax(r, rs);
             snprintf(what, whatlen, "%s %s", tn->name, r >= rs ? "parameters" : "momentum");
@@ -81,8 +61,8 @@ static double compare(const orb_train_model_t *m, const ckpt_t *init, const ckpt
         const orb_train_layer_t *l = &m->layers[i];
         if (!l->nbuffers)
             continue;
-        double size = maxabs_diff(ref->b, NULL, l->buffer_off, l->nbuffers);
-        double r = maxabs_diff(got->b, ref->b, l->buffer_off, l->nbuffers) / size;
+        double size = tt_maxabs_diff(ref->b, NULL, l->buffer_off, l->nbuffers);
+        double r = tt_maxabs_diff(got->b, ref->b, l->buffer_off, l->nbuffers) / size;
         if (r > worst) {
             worst = r;
             snprintf(what, whatlen, "%s running statistics", l->name);
@@ -127,7 +107,7 @@ int main(int argc, char **argv)
     TT_CHECK(orb_train_model_create("resnet20", (orb_train_shape_t){1, 28, 28}, 10, 1, &model) == ORB_OK,
              "cannot build ResNet-20 to learn its tensors");
     char path[4200], what[96] = "";
-    ckpt_t init, ref, got;
+    tt_ckpt_t init, ref, got;
     snprintf(path, sizeof path, "%s/init.ckpt", dir);
     train(1, 0, "0", path);
     ckpt_load(path, &init);

@@ -1,5 +1,7 @@
 #include "tt_util.h"
 
+#include "checkpoint.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -233,4 +235,25 @@ double tt_json_after(const char *json, const char *pattern)
     double v = strtod(p + strlen(pattern), NULL);
     free(s);
     return v;
+}
+
+void tt_ckpt_load(const char *path, tt_ckpt_t *c)
+{
+    size_t len;
+    orb_train_ckpt_info_t info;
+    const float *state[2];
+    TT_CHECK(orb_train_ckpt_read(path, &c->blob, &len) == ORB_OK, "cannot read checkpoint %s", path);
+    TT_CHECK(orb_train_ckpt_parse(path, c->blob, len, &info, &c->p, state, &c->b) == ORB_OK, "cannot parse %s", path);
+    c->s = state[0];
+    c->n = info.nparams;
+    c->nb = info.nbuffers;
+    c->nstate = info.nstate;
+}
+
+double tt_maxabs_diff(const float *a, const float *b, size_t off, size_t n)
+{
+    double d = 0;
+    for (size_t i = off; i < off + n; i++)
+        d = fmax(d, fabs((double)a[i] - (double)(b ? b[i] : 0.0f)));
+    return d;
 }

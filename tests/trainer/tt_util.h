@@ -41,6 +41,18 @@ char *tt_read_file(const char *path, size_t *len);
  * report); exits naming the file when either is missing. */
 double tt_json_after(const char *json, const char *pattern);
 
+/* A checkpoint read whole (tt_ckpt_load exits naming the file when it cannot be read): its
+ * parameters, first optimiser state vector (NULL: none) and model buffers (NULL: none). */
+typedef struct {
+    void *blob;
+    const float *p, *s, *b;
+    uint64_t n, nb;
+    int nstate;
+} tt_ckpt_t;
+void tt_ckpt_load(const char *path, tt_ckpt_t *c);
+/* max |a[i] - b[i]| over [off, off + n) (b NULL: max |a[i]|). */
+double tt_maxabs_diff(const float *a, const float *b, size_t off, size_t n);
+
 /* Largest |a-b| over two checkpoints' parameters (and optimiser state); -1 if either cannot
  * be read or they differ in shape. */
 double tt_ckpt_maxdiff(const char *a, const char *b, double *state_diff);
