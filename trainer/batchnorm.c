@@ -72,36 +72,43 @@ static double plane_sqdev(const float *restrict x, size_t n, double mean)
     return lanes_total(acc);
 }
 
-/* sum g and sum g * (x - mean), g = dy masked by y > 0 when y is given (fused ReLU). The
- * mask is a select on an unconditional load, in its own loop, so both loops vectorise. */
+/* sum g and sum g * (x - mean), g = dy masked by y > 0 when y is given (fused ReLU): eight
+ * float lanes over runs of 256 values, each run folded into double, so a lane adds up at most
+ * 32 products (relative error about 32 * 2^-24) and the run totals keep double's precision.
+ * x - mean is taken against mean rounded to float, mf; the exact total is restored as
+ * sum g (x - mean) = sum g (x - mf) + (mf - mean) sum g. The mask is a bitwise and with the
+ * comparison (a select, never a branch: it is taken at random). */
+#define BN_RUN 256
 ORB_TRAIN_CLONES
 static void plane_grad_sums(const float *restrict dy, const float *restrict y, const float *restrict x, size_t n,
                             double mean, double *sg, double *sgx)
 {
-    double a[BN_LANES] = {0}, b[BN_LANES] = {0};
+    const float mf = (float)mean;
+    const orb_train_v8f zero = {0};
+    double a = 0.0, b = 0.0;
     size_t i = 0;
-    if (y) {
-        for (; i + BN_LANES <= n; i += BN_LANES)
-            for (int j = 0; j < BN_LANES; j++) {
-                float g = dy[i + j];
-                g = y[i + j] > 0.0f ? g : 0.0f;
-                a[j] += (double)g;
-                b[j] += (double)g * ((double)x[i + j] - mean);
-            }
-    } else {
-        for (; i + BN_LANES <= n; i += BN_LANES)
-            for (int j = 0; j < BN_LANES; j++) {
-                a[j] += (double)dy[i + j];
-                b[j] += (double)dy[i + j] * ((double)x[i + j] - mean);
-            }
+    while (i + 8 <= n) {
+        const size_t end = n - i >= BN_RUN ? i + BN_RUN : i + (n - i) / 8 * 8;
+        orb_train_v8f va = zero, vb = zero;
+        for (; i < end; i += 8) {
+            orb_train_v8f g = *(const orb_train_v8f *)(dy + i);
+            if (y)
+                g = (orb_train_v8f)((orb_train_v8i)g & (*(const orb_train_v8f *)(y + i) > zero));
+            va += g;
+            vb += g * (*(const orb_train_v8f *)(x + i) - mf);
+        }
+        for (int j = 0; j < 8; j++) {
+            a += (double)va[j];
+            b += (double)vb[j];
+        }
     }
     for (; i < n; i++) {
         float g = !y || y[i] > 0.0f ? dy[i] : 0.0f;
-        a[0] += (double)g;
-        b[0] += (double)g * ((double)x[i] - mean);
+        a += (double)g;
+        b += (double)g * (double)(x[i] - mf);
     }
-    *sg += lanes_total(a);
-    *sgx += lanes_total(b);
+    *sg += a;
+    *sgx += b + ((double)mf - mean) * a;
 }
 
 /* y = (x - mean) * scale + beta: the subtraction first keeps precision when |mean| is large

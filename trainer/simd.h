@@ -9,4 +9,12 @@
 #define ORB_TRAIN_CLONES
 #endif
 
+/* Eight floats as one value (the GCC/Clang vector extension): one AVX2 register in the avx2
+ * clone, two SSE registers in the default one, the same arithmetic in both. For loops whose
+ * select or lane layout the auto-vectoriser gets wrong (it turned a masked sum into a branch
+ * per element). Through these types a load or store may be unaligned and may alias floats;
+ * they are never passed by value (that would change the ABI between the clones). */
+typedef float orb_train_v8f __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int orb_train_v8i __attribute__((vector_size(32), aligned(4), may_alias));
+
 #endif
