@@ -100,8 +100,15 @@ extern const orb_train_layer_ops_t orb_train_block_cpu_ops;     /* block.c: a Re
 
 /* Convolution variants. ROWS: im2col row by row. WIDE (stride 1 only): the output is
  * computed at the padded input's full width and the extra columns dropped, so each column
- * row is one long copy of the padded image instead of oh short ones. */
-typedef enum { ORB_TRAIN_CONV_AUTO = 0, ORB_TRAIN_CONV_ROWS, ORB_TRAIN_CONV_WIDE } orb_train_conv_algo_t;
+ * row is one long copy of the padded image instead of oh short ones; where conv_direct.c
+ * serves the shape, without columns. WIDE_GEMM: WIDE always with columns + SGEMM (what a CPU
+ * without FMA runs; the tests keep it checked). */
+typedef enum {
+    ORB_TRAIN_CONV_AUTO = 0,
+    ORB_TRAIN_CONV_ROWS,
+    ORB_TRAIN_CONV_WIDE,
+    ORB_TRAIN_CONV_WIDE_GEMM
+} orb_train_conv_algo_t;
 
 /* Shared default initialiser: uniform in +-1/sqrt(fan_in) with fan_in = nweights / out_c. */
 void orb_train_layer_init_uniform(const orb_train_layer_t *l, float *w, orb_train_rng_t *rng);

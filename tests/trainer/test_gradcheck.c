@@ -71,9 +71,19 @@ static void harness_free(harness_t *h)
     free(h->w), free(h->dw), free(h->x), free(h->dx), free(h->y), free(h->r), free(h->work), free(h->buf);
 }
 
+/* The work area is the layer's scratch, shared with every other layer in a model: it arrives
+ * holding anything. NaN in every float makes a read of something the layer did not write
+ * first show in y, dx or dw (even a product with zero stays NaN). */
+static void dirty_work(harness_t *h)
+{
+    for (size_t i = 0; i < h->l.work_floats; i++)
+        h->work[i] = NAN;
+}
+
 /* L = sum(y * r): dL/dy = r */
 static double objective(harness_t *h)
 {
+    dirty_work(h);
     h->l.ops->forward(&h->l, &h->pass, h->w, h->x, h->y);
     size_t osz = orb_train_shape_size(h->l.out) * (size_t)h->n;
     double s = 0;
@@ -95,6 +105,7 @@ static void compare(const char *what, const char *name, size_t i, double num, do
 static void gradcheck(harness_t *h, const char *what, float step, double tol, int samples)
 {
     objective(h);
+    dirty_work(h);
     h->l.ops->backward(&h->l, &h->pass, h->w, h->x, h->y, h->r, h->dx, h->dw);
     size_t isz = orb_train_shape_size(h->l.in) * (size_t)h->n, np = orb_train_layer_nparams(&h->l);
     float *vec[2] = {h->x, h->w};
@@ -117,7 +128,9 @@ static void gradcheck(harness_t *h, const char *what, float step, double tol, in
     /* backward overwrites dw: a second call must give the same, not twice the gradient */
     float *dw2 = xcalloc(np);
     objective(h);
+    dirty_work(h);
     h->l.ops->backward(&h->l, &h->pass, h->w, h->x, h->y, h->r, h->dx, dw2);
+    dirty_work(h);
     h->l.ops->backward(&h->l, &h->pass, h->w, h->x, h->y, h->r, h->dx, dw2);
     for (size_t i = 0; i < np; i++)
         TT_CHECK(dw2[i] == h->dw[i], "%s: dw[%zu] differs on a repeated backward", what, i);
@@ -834,12 +847,21 @@ static void test_model(const char *name, int n)
 int main(void)
 {
     orb_train_rng_seed(&rng, getenv("TT_SEED") ? strtoull(getenv("TT_SEED"), NULL, 10) : 12345);
-    for (int algo = ORB_TRAIN_CONV_ROWS; algo <= ORB_TRAIN_CONV_WIDE; algo++) {
+    for (int algo = ORB_TRAIN_CONV_ROWS; algo <= ORB_TRAIN_CONV_WIDE_GEMM; algo++) {
         test_conv(1, 28, 28, 6, 5, 1, 2, 3, algo);   /* LeNet conv1 */
         test_conv(6, 14, 14, 16, 5, 1, 0, 2, algo);  /* LeNet conv2 */
         test_conv(3, 9, 8, 4, 3, 1, 1, 3, algo);
         test_conv(4, 20, 20, 3, 3, 1, 0, 20, algo); /* groups of 18 images: a partial last one */
         test_conv(2, 11, 9, 3, 3, 2, 1, 2, algo);   /* stride 2 (always ROWS) */
+        /* "same" padding, stride 1: WIDE takes dx as a convolution of dy (conv_dx_flipped),
+         * with more output than input channels (its buffers sized by out_c), fewer, a 1x1 and
+         * a partial last group */
+        test_conv(3, 12, 9, 8, 3, 1, 1, 5, algo);   /* conv_direct forward (P = 132) */
+        test_conv(4, 16, 13, 12, 5, 1, 2, 3, algo); /* conv_direct both ways, 5x5 */
+        test_conv(8, 15, 15, 8, 3, 1, 0, 3, algo);  /* conv_direct forward, no padding: dx by columns */
+        test_conv(6, 8, 9, 2, 3, 1, 1, 2, algo);
+        test_conv(5, 6, 7, 12, 1, 1, 0, 3, algo);
+        test_conv(16, 28, 28, 16, 3, 1, 1, 5, algo); /* ResNet stage 1: groups of 2, a partial last one */
         test_conv_relu(1, 28, 6, 5, 2, 3, algo);
         test_conv_relu(32, 12, 8, 3, 0, 1, algo);  /* one image per group: ROWS without a copy of y */
     }
