@@ -13,6 +13,7 @@ It prints what orbit-train prints (Epoch [i/E], Loss, Dur; total time; accuracy)
 writes the same --json keys, so bench/train_compare.sh can put both side by side.
 """
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -251,8 +252,11 @@ def worker(rank, world, args):
             if args.steps and steps == args.steps:
                 break
             opt.zero_grad()
-            loss = F.nll_loss(ddp(x), y)
-            loss.backward()
+            # --no-sync: DDP's no_sync() (buffers still broadcast, no gradient all-reduce), the
+            # step without communication that orbit-train --no-sync also measures
+            with ddp.no_sync() if args.no_sync else contextlib.nullcontext():
+                loss = F.nll_loss(ddp(x), y)
+                loss.backward()
             opt.step()
             loss_sum += loss.item()
             steps += 1
@@ -297,7 +301,7 @@ def worker(rank, world, args):
         if args.json:
             out = {
                 "impl": "pytorch", "torch": torch.__version__, "model": args.model, "backend": args.backend,
-                "sync_bn": args.sync_bn, "grad_dtype": args.grad_dtype,
+                "sync_bn": args.sync_bn, "grad_dtype": args.grad_dtype, "no_sync": args.no_sync,
                 "world_size": world, "batch_size": args.batch_size, "per_rank_batch": local_batch,
                 "optimizer": args.optimizer, "lr": args.lr, "momentum": args.momentum, "lr_step": args.lr_step,
                 "lr_gamma": args.lr_gamma, "seed": args.seed, "bucket_mb": args.bucket_mb,
@@ -324,6 +328,8 @@ def main():
     p.add_argument("--sync-bn", action="store_true", help="SyncBatchNorm (ResNet models)")
     p.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="gradient buckets compressed by DDP's bf16/fp16 hook")
+    p.add_argument("--no-sync", action="store_true",
+                   help="gradients not all-reduced (DDP's no_sync()): the step without communication")
     p.add_argument("--steps", type=int, default=0, help="end each epoch after this many steps (0: whole epoch)")
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--epochs", type=int, default=10)

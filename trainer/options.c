@@ -27,6 +27,8 @@ void orb_train_opts_usage(const char *prog)
            "  --no-overlap              all-reduce buckets only after backward ends\n"
            "  --grad-dtype fp32|bf16|fp16  gradient buckets all-reduced in 16 bits (DDP's compression hooks) (fp32)\n"
            "  --sync-bn                 SyncBatchNorm: batch statistics over all ranks (ResNet models)\n"
+           "  --no-sync                 gradients stay each rank's own (DDP's no_sync()): the step\n"
+           "                            without communication, for measuring; the ranks' models diverge\n"
            "  --seed S                  weights, shuffling and dropout (1)\n"
            "  --threads T               BLAS threads per rank (1)\n"
            "  --profile FILE            Chrome trace of every rank, and a summary\n"
@@ -60,7 +62,7 @@ static orb_status_t parse_double(const char *opt, const char *s, double lo, doub
 
 enum { O_MODEL = 256, O_DATA, O_EPOCHS, O_BATCH, O_LR, O_OPT, O_MOM, O_LRSTEP, O_LRGAMMA, O_BACKEND,
        O_BUCKET, O_NOOVERLAP, O_SEED, O_THREADS, O_PROFILE, O_SAVE, O_RESUME, O_JSON, O_STEPS,
-       O_BASELINE, O_HELP, O_GRAD_DTYPE, O_SYNC_BN };
+       O_BASELINE, O_HELP, O_GRAD_DTYPE, O_SYNC_BN, O_NO_SYNC };
 
 orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, int *exit_now)
 {
@@ -76,7 +78,8 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
         {"resume", required_argument, 0, O_RESUME},     {"json", required_argument, 0, O_JSON},
         {"steps", required_argument, 0, O_STEPS},       {"baseline-ips", required_argument, 0, O_BASELINE},
         {"help", no_argument, 0, O_HELP},               {"grad-dtype", required_argument, 0, O_GRAD_DTYPE},
-        {"sync-bn", no_argument, 0, O_SYNC_BN},         {0, 0, 0, 0},
+        {"sync-bn", no_argument, 0, O_SYNC_BN},         {"no-sync", no_argument, 0, O_NO_SYNC},
+        {0, 0, 0, 0},
     };
     *o = (orb_train_opts_t){
         .model = "lenet", .data = ORB_TRAIN_DEFAULT_DATA, .epochs = 10, .batch_size = 64, .lr = -1.0f,
@@ -120,6 +123,7 @@ orb_status_t orb_train_opts_parse(int argc, char **argv, orb_train_opts_t *o, in
                 return orb_train_fail(ORB_ERR_INVALID_ARG, "--grad-dtype: '%s' (fp32, bf16 or fp16)", optarg);
             break;
         case O_SYNC_BN: o->sync_bn = 1; break;
+        case O_NO_SYNC: o->no_sync = 1; break;
         case O_STEPS: ORB_TRAIN_CHECK(parse_long("--steps", optarg, 1, 1000000000L, &l)); o->steps = l; break;
         case O_BASELINE: ORB_TRAIN_CHECK(parse_double("--baseline-ips", optarg, 1e-9, 1e12, &d)); o->baseline_ips = d; break;
         case 'h':

@@ -32,6 +32,7 @@ typedef struct {
     const char *profile, *save, *resume, *json;
     orb_dtype_t grad_dtype; /* the gradient buckets on the wire: float32, bfloat16 or float16 */
     int sync_bn;            /* SyncBatchNorm: batch statistics all-reduced inside forward */
+    int no_sync;            /* gradients not all-reduced (DDP's no_sync()): measures the step without */
 } orb_train_opts_t;
 
 /* Returns ORB_OK, or ORB_ERR_INVALID_ARG with the message recorded; *exit_now is set

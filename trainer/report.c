@@ -17,8 +17,8 @@ orb_status_t orb_train_report_json(const char *path, const orb_train_report_t *r
             o->batch_size, r->per_rank_batch, o->optimizer, (double)o->lr, (double)o->momentum, o->lr_step,
             (double)o->lr_gamma, (unsigned long long)o->seed);
     fprintf(f, "  \"blas\": \"%s\",\n", r->blas ? r->blas : "");
-    fprintf(f, "  \"overlap\": %s,\n  \"bucket_mb\": %g,\n  \"threads\": %d,\n  \"nparams\": %zu,\n",
-            o->overlap ? "true" : "false", o->bucket_mb, o->threads, r->nparams);
+    fprintf(f, "  \"overlap\": %s,\n  \"no_sync\": %s,\n  \"bucket_mb\": %g,\n  \"threads\": %d,\n  \"nparams\": %zu,\n",
+            o->overlap ? "true" : "false", o->no_sync ? "true" : "false", o->bucket_mb, o->threads, r->nparams);
     fprintf(f, "  \"bucket_bytes\": [");
     for (int i = 0; i < r->nbuckets; i++)
         fprintf(f, "%s%zu", i ? ", " : "", r->bucket_bytes[i]);

@@ -60,7 +60,7 @@ static orb_status_t bcast(run_t *r, void *buf, size_t count, orb_dtype_t dtype)
     if (r->world == 1)
         return ORB_OK;
     orb_train_job_t job = {.kind = ORB_TRAIN_JOB_BROADCAST, .buf = buf, .count = count, .dtype = dtype,
-                           .root = 0, .bucket = -1};
+                           .root = 0, .bucket = -1, .step = r->step};
     return orb_train_comm_run(r->comm, &job);
 }
 
@@ -230,10 +230,16 @@ static orb_status_t train_epoch(run_t *r, int64_t epoch, orb_train_epoch_rec_t *
         const float *logp = orb_train_model_forward(m, &pass);
         loss[0] += orb_train_nll_loss(logp, r->labels, n, m->nclasses, orb_train_model_output_grad(m));
         int64_t t2 = orb_train_now_ns();
-        orb_train_reducer_begin(r->reducer, r->step);
-        orb_train_model_backward(m, &pass, orb_train_reducer_hook, r->reducer);
-        int64_t t3 = orb_train_now_ns();
-        st = orb_train_reducer_finish(r->reducer);
+        int64_t t3;
+        if (o->no_sync) { /* as under DDP's no_sync(): buffers and SyncBatchNorm still travel */
+            orb_train_model_backward(m, &pass, NULL, NULL);
+            t3 = orb_train_now_ns();
+        } else {
+            orb_train_reducer_begin(r->reducer, r->step);
+            orb_train_model_backward(m, &pass, orb_train_reducer_hook, r->reducer);
+            t3 = orb_train_now_ns();
+            st = orb_train_reducer_finish(r->reducer);
+        }
         if (st == ORB_OK)
             st = r->sync_status;
         int64_t t4 = orb_train_now_ns();
@@ -367,7 +373,7 @@ static orb_status_t run(run_t *r)
                "%d bucket%s%s, data %s (%lld train / %lld test, mean %.4f std %.4f)\n",
                o->model, r->model->nparams, r->world, r->world > 1 ? "s" : "", r->local_batch, o->batch_size,
                o->optimizer, (double)o->lr, ops->name, r->reducer->nbuckets, r->reducer->nbuckets > 1 ? "s" : "",
-               o->overlap ? "" : " (no overlap)", o->data, (long long)r->train.n, (long long)r->test.n, r->mean,
+               o->no_sync ? " (no sync: gradients not all-reduced)" : o->overlap ? "" : " (no overlap)", o->data, (long long)r->train.n, (long long)r->test.n, r->mean,
                r->std);
         printf("orbit-train: %s, %d thread%s per rank\n", orb_train_blas_describe(), o->threads,
                o->threads > 1 ? "s" : "");

@@ -1,7 +1,8 @@
 /* A throughput run through the program: 2 ranks on generated data (--data synthetic), --steps
  * bounding each epoch (counted in the report and, independently, in the profile's trace), the
  * images/s and scaling-efficiency lines in their documented format and consistent with the
- * JSON report; and the errors: bad specs, and a shape LeNet cannot take.
+ * JSON report; --no-sync moving no gradient; and the errors: bad specs, and a shape LeNet
+ * cannot take.
  * usage: test_trainer_throughput ORBIT_TRAIN ORBITRUN MPIRUN custom|mpi */
 #include <math.h>
 #include <string.h>
@@ -107,6 +108,27 @@ int main(int argc, char **argv)
              "JSON throughput differs from the printed line");
     free(log);
     printf("5 steps per epoch, throughput lines: ok\n");
+
+    /* --no-sync (DDP's no_sync(), the step without communication): the same run moves no
+     * gradient; the normal one above moved every step's buckets */
+    char *t = tt_read_file(prof, NULL);
+    TT_CHECK(t && strstr(t, "\"allreduce bucket 0 "), "the normal run's trace has no bucket all-reduce");
+    free(t);
+    TT_CHECK(json_number(json, "\"bytes\": ") > 0, "the normal run reduced no bytes");
+    char *nosync[] = {"--data", "synthetic:1,28,28,10", "--steps", "3", "--epochs", "1", "--batch-size", "32",
+                      "--no-sync", "--json", json, "--profile", prof, NULL};
+    rc = run(2, nosync, &log);
+    TT_CHECK(rc == 0, "--no-sync run exited %d:\n%s", rc, log);
+    TT_CHECK(strstr(log, "(no sync: gradients not all-reduced)"), "--no-sync header line:\n%s", log);
+    free(log);
+    t = tt_read_file(prof, NULL);
+    TT_CHECK(t && !strstr(t, "\"allreduce bucket "), "--no-sync: a bucket was all-reduced");
+    free(t);
+    js = tt_read_file(json, NULL);
+    TT_CHECK(js && strstr(js, "\"no_sync\": true,"), "--no-sync: the report says no \"no_sync\": true");
+    free(js);
+    TT_CHECK(json_number(json, "\"bytes\": ") == 0, "--no-sync reduced %g bytes", json_number(json, "\"bytes\": "));
+    printf("--no-sync: no gradient all-reduced: ok\n");
 
     /* bad specs stop at the command line, naming --data and what to write */
     const char *bad[] = {"synthetic:3,0,4,10", "synthetic:abc", "synthetic:1,28,28"};
