@@ -85,10 +85,10 @@ def pick(xs, want, path):
         want = sorted(rest, key=lambda s: (span[s], s))[(len(rest) - 1) // 2]
     elif want not in span:
         fail(f"--step {want}: {path} has steps {steps[0]}-{steps[-1]}; pick one of them")
-    # Bucket all-reduces carry their true args.step, but the buffer broadcasts, the loss
-    # all-reduce and the evaluation reduce all say step 0 (the trainer does not set it), and the
-    # first broadcast of the model even predates the trace origin (a huge ts). So non-bucket
-    # events are taken by time: inside this step's window on their own rank.
+    # Bucket all-reduces carry their step. The other communication is taken by time, inside
+    # this step's window on its own rank: the loss all-reduce and the evaluation reduce belong to
+    # no step (they say step 0, as traces from before the buffer broadcasts carried theirs do),
+    # and the first broadcast of the model predates the trace origin (a huge ts).
     out = []
     for e in xs:
         w = win.get((want, e["pid"]))
