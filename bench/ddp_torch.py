@@ -7,7 +7,7 @@ RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun, orbitrun) or on its own with 
 then spawns the ranks itself).
 
     /usr/bin/python3 bench/ddp_torch.py --nproc 2 --model lenet --epochs 1
-    $(bash scripts/torch_env.sh) bench/ddp_torch.py --nproc 2 --model resnet20 --sync-bn --grad-dtype bf16
+    $(bash scripts/torch_env.sh) bench/ddp_torch.py --nproc 2 --model resnet20 --grad-dtype bf16
 
 It prints what orbit-train prints (Epoch [i/E], Loss, Dur; total time; accuracy) and
 writes the same --json keys, so bench/train_compare.sh can put both side by side.
@@ -216,8 +216,6 @@ def worker(rank, world, args):
 
     torch.manual_seed(args.seed)
     model = make_model(args.model, 1, classes)
-    if args.sync_bn:
-        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     ddp = DDP(model, bucket_cap_mb=args.bucket_mb)
     if args.grad_dtype != "fp32":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -325,7 +323,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["lenet", "convnet", "resnet20", "resnet18", "resnet50"], default="lenet")
     p.add_argument("--backend", choices=["gloo", "orbit"], default="gloo")
-    p.add_argument("--sync-bn", action="store_true", help="SyncBatchNorm (ResNet models)")
+    p.add_argument("--sync-bn", action="store_true",
+                   help="SyncBatchNorm: refused, DDP takes it only in GPU modules (kept so the error says so)")
     p.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="gradient buckets compressed by DDP's bf16/fp16 hook")
     p.add_argument("--no-sync", action="store_true",
@@ -345,6 +344,11 @@ def main():
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn when no launcher set RANK")
     p.add_argument("--json")
     args = p.parse_args()
+    if args.sync_bn:
+        # DDP refuses SyncBatchNorm in CPU modules ("SyncBatchNorm layers only work with GPU
+        # modules", torch 2.14): there is no CPU peer for orbit-train --sync-bn
+        p.error("--sync-bn: PyTorch's SyncBatchNorm runs only on GPU modules and this script trains on "
+                "CPU; compare orbit-train --sync-bn against orbit-train without it")
     if args.lr is None:
         args.lr = 0.001 if args.optimizer == "adam" else 0.01
     torch.set_num_interop_threads(1)
