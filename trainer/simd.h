@@ -1,5 +1,7 @@
 /* Hot loops of our own (not the BLAS) are built for the baseline ISA and, on x86-64, also
- * for AVX2+FMA, picked at load time (ifunc): one binary, full speed on current CPUs. */
+ * for AVX2, picked at load time (ifunc): one binary, full speed on current CPUs. (The clone
+ * does not contract a * b + c into FMA, so both clones round alike; conv_direct.c, which
+ * wants FMA, uses intrinsics and checks the CPU itself.) */
 #ifndef ORB_TRAIN_SIMD_H
 #define ORB_TRAIN_SIMD_H
 
