@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "elementwise.h"
 #include "layer.h"
-#include "simd.h"
 
 #define BLOCK_MAX_SUB 5 /* bottleneck: 3 convs + downsample conv, and their batch norms: 8 */
 
@@ -35,33 +35,6 @@ typedef struct {
 static void *alloc_floats(size_t n)
 {
     return calloc(n ? n : 1, sizeof(float));
-}
-
-/* The element-wise ends of a block, in functions of their own so that they vectorise
- * (restrict: no aliasing checks) and get the AVX2 clone; the ReLU's mask, taken at random,
- * would cost a mispredicted branch per element as a branch. */
-ORB_TRAIN_CLONES
-static void add_relu(float *restrict y, const float *restrict a, const float *restrict b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        float v = a[i] + b[i];
-        y[i] = v > 0.0f ? v : 0.0f;
-    }
-}
-
-/* through a ReLU: d = dy where y > 0 (derivative 0 at 0, as PyTorch) */
-ORB_TRAIN_CLONES
-static void relu_grad(float *restrict d, const float *restrict dy, const float *restrict y, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        d[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-ORB_TRAIN_CLONES
-static void add_into(float *restrict d, const float *restrict s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        d[i] += s[i];
 }
 
 /* The next sub-layer, its input shape the previous one's output (or in). */
@@ -184,7 +157,7 @@ static void block_forward(orb_train_layer_t *l, const orb_train_pass_t *p, const
         sc = st->act[i];
     }
     const float *main = st->act[st->nmain - 1];
-    add_relu(y, main, sc, (size_t)p->n * orb_train_shape_size(l->out));
+    orb_train_add_relu(y, main, sc, (size_t)p->n * orb_train_shape_size(l->out));
 }
 
 /* Backward through sub-layers [from, to) in reverse, starting from dy; dx (may be NULL) gets
@@ -209,14 +182,14 @@ static void block_backward(orb_train_layer_t *l, const orb_train_pass_t *p, cons
 {
     block_state_t *st = l->state;
     const size_t n = (size_t)p->n * orb_train_shape_size(l->out);
-    relu_grad(st->dsum, dy, y, n); /* through the final ReLU */
+    orb_train_relu_grad(st->dsum, dy, y, n); /* through the final ReLU */
     backward_path(st, p, w, 0, st->nmain, x, st->dsum, dx, dw);
     if (st->nsub > st->nmain) {
         backward_path(st, p, w, st->nmain, st->nsub, x, st->dsum, dx ? st->dsc : NULL, dw);
         if (dx)
-            add_into(dx, st->dsc, (size_t)p->n * orb_train_shape_size(l->in));
+            orb_train_add_into(dx, st->dsc, (size_t)p->n * orb_train_shape_size(l->in));
     } else if (dx) {
-        add_into(dx, st->dsum, n); /* identity shortcut: in and out have one shape */
+        orb_train_add_into(dx, st->dsum, n); /* identity shortcut: in and out have one shape */
     }
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "elementwise.h"
 #include "error.h"
 #include "im2col.h"
 #include "layer.h"
@@ -76,13 +77,6 @@ static void gather_rows(float *restrict d, const float *restrict s, const float 
         for (size_t ox = (size_t)ow; ox < rowlen; ox++)
             dr[ox] = 0.0f;
     }
-}
-
-ORB_TRAIN_CLONES
-static void add_to(float *restrict d, const float *restrict s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        d[i] += s[i];
 }
 
 /* Eight running sums: vectorises, and the order stays fixed (results are reproducible). */
@@ -398,7 +392,7 @@ static void conv_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const
                 for (int ki = 0; ki < gm->k; ki++)
                     for (int kj = 0; kj < gm->k; kj++) {
                         size_t k = ((size_t)c * gm->k + (size_t)ki) * gm->k + (size_t)kj;
-                        add_to(pj + ((size_t)c * st->hp + (size_t)ki) * st->wp + (size_t)kj,
+                        orb_train_add_into(pj + ((size_t)c * st->hp + (size_t)ki) * st->wp + (size_t)kj,
                                col + k * ld + (size_t)j * st->P, st->P);
                     }
             float *d = dx + (size_t)(b0 + j) * in_sz;

@@ -1,3 +1,4 @@
+#include "elementwise.h"
 #include "layer.h"
 
 static orb_status_t relu_setup(orb_train_layer_t *l, int max_batch)
@@ -18,7 +19,6 @@ static void relu_forward(orb_train_layer_t *l, const orb_train_pass_t *p, const 
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-/* The derivative at 0 is taken as 0, like PyTorch's threshold_backward. */
 static void relu_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const float *w, const float *x,
                           const float *restrict y, const float *restrict dy, float *restrict dx, float *dw)
 {
@@ -27,12 +27,7 @@ static void relu_backward(orb_train_layer_t *l, const orb_train_pass_t *p, const
     (void)dw;
     if (!dx)
         return;
-    size_t n = (size_t)p->n * orb_train_shape_size(l->in);
-    /* both operands loaded unconditionally: a select the compiler vectorises */
-    for (size_t i = 0; i < n; i++) {
-        float g = dy[i];
-        dx[i] = y[i] > 0.0f ? g : 0.0f;
-    }
+    orb_train_relu_grad(dx, dy, y, (size_t)p->n * orb_train_shape_size(l->in));
 }
 
 const orb_train_layer_ops_t orb_train_relu_cpu_ops = {
