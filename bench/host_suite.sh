@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The host-memory measurements behind docs/perf.md, in one go, on this machine:
 #   1. all-reduce, 2 ranks, orbit vs Open MPI, 8 B .. 256 MiB (medians of REPS alternating runs)
-#   2. every collective at 16 and 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
+#   2. every collective at 256 KiB .. 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
-# Usage: bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
+#   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
+#      reduce-scatter against the memory bound from bench/membw (bench/ratio_table.py)
+# Usage: [SECTIONS="2 2b 8"] bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
+#   SECTIONS: which to run (default all); 8 reads whatever 1-2b left in OUT_DIR
 #   defaults: build 5 results/<UTC date>-<CPU model>; every run's table and JSON (nccl-tests
 #   rows, one object per line) are kept under OUT_DIR, and the suite's output is OUT_DIR/suite.txt,
 #   so that every figure docs/perf.md quotes can be traced to the run it came from.
@@ -26,23 +29,33 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 orbitrun=$build/launcher/orbitrun
 echo "# host suite: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+sections=" ${SECTIONS:-1 2 2b 3 4 5 6 7 8} "
+want() { [[ $sections == *" $1 "* ]]; }
 
+if want 1; then
 echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
 bash bench/compare.sh -n 2 -r "$reps" -o "$out/1-allreduce" "$build" allreduce --size 8:256M --factor 4 --check
+fi
 
+if want 2; then
 echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
-  bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 16M:64M --factor 4
+  bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 256K:64M --factor 4
 done
+fi
+
+if want 2b; then
 echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2b-$c" "$build" "$c" --size 8:4K --factor 8
 done
+fi
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
+if want 3; then
 echo; echo "## 3. ring vs tree all-reduce (median out-of-place time in us of $reps runs)"
 for n in 2 4 8; do
   printf "%-8s %12s %12s %12s\n" "nranks=$n" "size(B)" "ring(us)" "tree(us)"
@@ -66,7 +79,9 @@ for l in sys.stdin:
     printf "%-8s %12s %12s %12s\n" "" "$size" "$r" "$t"
   done
 done
+fi
 
+if want 4; then
 echo; echo "## 4. mismatch detection cost: 8-byte allreduce, 2 ranks (median of $((reps*2+1)) alternating runs)"
 on=(); off=()
 for i in $(seq $((reps * 2 + 1))); do
@@ -79,10 +94,14 @@ done
 m1=$(printf "%s\n" "${on[@]}" | median); m0=$(printf "%s\n" "${off[@]}" | median)
 printf 'ORBIT_CHECK=1 %s\nORBIT_CHECK=0 %s\n' "${on[*]}" "${off[*]}" >"$out/4-check-cost.txt"
 echo "ORBIT_CHECK=1: $m1 us   ORBIT_CHECK=0: $m0 us   overhead: $(python3 -c "print(f'{($m1/$m0-1)*100:.1f}%')")"
+fi
 
+if want 5; then
 echo; echo "## 5. all-reduce with 4 ranks (oversubscribed when the machine has fewer than 4 cores), 8 B .. 32 KiB"
 bash bench/compare.sh -n 4 -r "$reps" -o "$out/5-allreduce-n4" "$build" allreduce --size 8:32K --factor 8 --no-inplace
+fi
 
+if want 6; then
 echo; echo "## 6. all-reduce, 2 ranks, 8 B .. 4 KiB, while a 2-rank orbit-train (lenet) job runs alongside"
 if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist ]; then
   OMP_NUM_THREADS=1 "$orbitrun" -n 2 -- "$build/trainer/orbit-train" --model lenet --epochs 100 --backend custom \
@@ -95,6 +114,15 @@ if [ -x "$build/trainer/orbit-train" ] && [ -d /usr/share/datasets/fashion-mnist
 else
   echo "(skipped: orbit-train or Fashion-MNIST missing)"
 fi
+fi
 
+if want 7; then
 echo; echo "## 7. alltoall and scatter, 2 and 4 ranks, orbit vs Open MPI: busbw 1-64 MiB, time 8 B-4 KiB"
 bash bench/goal_compare.sh -r "$reps" -o "$out/7-goals" "$build" alltoall scatter
+fi
+
+if want 8; then
+  echo; echo "## 8. where orbit stands: ratios against Open MPI, and the memory bound"
+  "$build/bench/membw" --threads 2 | tee "$out/8-membw.txt"
+  python3 bench/ratio_table.py "$out" "$out/8-membw.txt" | tee "$out/8-table.txt"
+fi

@@ -29,6 +29,7 @@ typedef struct {
      * otherwise all wait to receive, or all send and return, without one mismatched piece. */
     int sync_next, sync_prev;
     uint64_t trace_id; /* the call's id in the tracer's records (env->trace) */
+    int stream_out;    /* copies into out bypass the caches (an output larger than they are) */
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];

@@ -155,6 +155,26 @@ static void trace_step(const orb_exec_env_t *env, const orb_exec_op_t *o, int ch
     *tm = (orb_trace_step_time_t){0};
 }
 
+/* dst = op(a, b) (and fwd, the next peer's slot) with dst written past the caches: the
+ * result goes to the slot, or block by block to a buffer in L1, and is streamed from there
+ * (the reduction kernels have no streaming stores of their own). dst may be a, exactly. */
+static void reduce_streamed(void *dst, void *fwd, const void *a, const void *b, size_t n, orb_dtype_t dt,
+                            orb_op_t op, int pd)
+{
+    if (fwd) {
+        orb_kernel_reduce(fwd, NULL, a, b, n, dt, op, pd);
+        orb_kernel_copy_stream(dst, NULL, fwd, n, dt, 0);
+        return;
+    }
+    _Alignas(64) unsigned char tmp[16384];
+    const size_t esz = orb_dtype_size(dt), per = sizeof tmp / esz;
+    for (size_t i = 0; i < n; i += per) {
+        const size_t m = n - i < per ? n - i : per;
+        orb_kernel_reduce(tmp, NULL, (const char *)a + i * esz, (const char *)b + i * esz, m, dt, op, pd);
+        orb_kernel_copy_stream((char *)dst + i * esz, NULL, tmp, m, dt, 0);
+    }
+}
+
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
  * negative status. */
 static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
@@ -194,6 +214,17 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             if (n > sc->slot_bytes / esz)
                 n = sc->slot_bytes / esz;
         }
+        /* The handshake's piece goes first on its connections (channel 0, ring neighbours);
+         * everything else moves while it travels: a rooted call costs one hop, not a
+         * round trip before its first piece. A disagreement still shows on both ends: in
+         * the handshake, or in the signature of the first piece. */
+        if (ch == 0 && o->sync_next >= 0 &&
+            ((rc && !o->sync_recvd && s->recv_peer == o->sync_prev) ||
+             (sc && !o->sync_sent && s->send_peer == o->sync_next))) {
+            b->peer = rc && !o->sync_recvd && s->recv_peer == o->sync_prev ? o->sync_prev : o->sync_next;
+            b->for_data = rc && !o->sync_recvd && s->recv_peer == o->sync_prev;
+            break;
+        }
         if (nops > 1) {
             if ((rc && !conn_free_for(ops, i, ch, s->recv_peer, 0)) ||
                 (sc && !conn_free_for(ops, i, ch, s->send_peer, 1))) {
@@ -228,13 +259,16 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         /* The value goes to dst and/or the outgoing piece: first wherever it is written. */
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
+        const int stream = o->stream_out && dst && !(s->flags & ORB_STEP_DST_SCRATCH); /* d1 is the output */
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
-        if (props & ORB_STEP_REDUCES)
+        if ((props & ORB_STEP_REDUCES) && stream)
+            reduce_streamed(dst, fwd, src, in, n, o->dtype, o->op, pd);
+        else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
         else if (in)
-            orb_kernel_copy(d1, d2, in, n, o->dtype, pd);
+            (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, in, n, o->dtype, pd);
         else if (d1 != src || pd > 1) /* a local copy onto itself moves nothing */
-            orb_kernel_copy(d1, d2, src, n, o->dtype, pd);
+            (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, src, n, o->dtype, pd);
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
@@ -302,11 +336,10 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
             if (m < 0)
                 return (orb_status_t)m;
             *moved += m;
-            if (sync_pending(&ops[i])) {
+            if (sync_pending(&ops[i])) { /* the lanes go on meanwhile (lane_progress) */
                 (*unfinished)++;
                 if (b.peer >= 0 && *nwait < 64)
                     waiting[(*nwait)++] = b.peer;
-                continue; /* the plan starts once the signatures agree */
             }
         }
         for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {

@@ -31,6 +31,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
         .plan = p->plan, .in = p->in, .out = p->out, .dtype = p->a.dtype,
         .op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op, .postdiv = p->a.op == ORB_AVG ? c->nranks : 0,
         .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev, .trace_id = p->trace_id,
+        .stream_out = p->plan->out_count * orb_dtype_size(p->a.dtype) >= orb_comm_stream_bytes(),
     };
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */

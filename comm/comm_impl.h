@@ -134,6 +134,8 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+/* Output bytes from which a call's output bypasses the caches (comm_stream.c); SIZE_MAX: never. */
+size_t orb_comm_stream_bytes(void);
 /* Hex digits to bytes (unique ids, ORBIT_SECRET); 0 on success. */
 int orb_comm_parse_hex(const char *s, uint8_t *out, size_t n);
 

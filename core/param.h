@@ -13,6 +13,7 @@
     X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8; the same on every rank") \
     X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding (unset: 20, or 0 when this host has more ranks than CPUs between them)") \
+    X(STREAM_BYTES, "ORBIT_STREAM_BYTES", 0, "calls whose output is at least this many bytes write it with non-temporal stores, past the caches (0: the last-level cache's size, read from the machine; -1: never)") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to its share of its NUMA node's cores (the whole node when it has more ranks than cores); 2: the whole node; 0: off")      \
     X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \

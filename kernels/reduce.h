@@ -22,6 +22,11 @@ void orb_kernel_reduce(void *dst1, void *dst2, const void *a, const void *b, siz
 void orb_kernel_copy(void *dst1, void *dst2, const void *src, size_t n, orb_dtype_t dtype,
                      int postdiv);
 
+/* orb_kernel_copy, with dst1 written by non-temporal stores where the CPU has them (x86):
+ * for outputs larger than the last-level cache. Ends with a store fence. */
+void orb_kernel_copy_stream(void *dst1, void *dst2, const void *src, size_t n, orb_dtype_t dtype,
+                            int postdiv);
+
 /* Scalar conversions, exposed for tests and the trainer (round to nearest even). */
 float orb_half_to_float(unsigned short h);
 unsigned short orb_float_to_half(float f);

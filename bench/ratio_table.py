@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Where orbit stands against Open MPI on this machine, in one table (the last thing
+bench/host_suite.sh prints): for every collective the suite ran, the medians of its
+alternating runs (bench/compare.sh folders: custom.N.json and mpi.N.json, nccl-tests rows),
+as orbit/MPI busbw at the large sizes (above 1: orbit ahead; goal 1.5) and orbit/MPI time at
+8 B-4 KiB (the worst size; below 1: orbit ahead; goal 1), out-of-place. For all-reduce and
+reduce-scatter also orbit's busbw as a share of the memory bound (goal 90% at 16 MiB and
+above), from bench/membw's copy and a+b->c run on as many threads as there are ranks:
+
+  A rank must at least read its input once and write its output once; the slots between
+  ranks stay in the caches. All-reduce on n ranks: reads S, writes S (a copy's mix, one byte
+  read per byte written): t >= S / copy. Reduce-scatter (S each rank's whole input, S/n its
+  output): reads S, writes S/n; at n = 2 that is an a+b->c's mix (two bytes read per byte
+  written): t >= (S/2) / add; above 2 ranks the reads dominate and the bound is S/n / add,
+  which overstates the time the reads need (a looser bound). The bound busbw is the
+  measured busbw scaled by t_measured / t_bound.
+
+usage: ratio_table.py SUITE_OUT_DIR [MEMBW_OUTPUT]
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+LARGE = [256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
+SMALL_MAX = 4096
+
+
+def label(size):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def load(folder):
+    """(backend, size, inplace) -> list of (time_us, busbw); also nranks."""
+    rows, nranks = {}, None
+    for path in glob.glob(os.path.join(folder, "*.json")):
+        backend = os.path.basename(path).split(".")[0]
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                nranks = r["nranks"]
+                rows.setdefault((backend, r["size"], r["inplace"]), []).append((r["time_us"], r["busbw"]))
+    return rows, nranks
+
+
+def median_row(vals):
+    t = statistics.median(v[0] for v in vals)
+    return t, (vals[0][1] * vals[0][0] / t if t > 0 else 0.0)
+
+
+def membw(path):
+    if not path or not os.path.exists(path):
+        return None
+    text = open(path).read()
+    c = re.search(r"^copy_gbps ([0-9.]+)", text, re.M)
+    a = re.search(r"^add_gbps ([0-9.]+)", text, re.M)
+    return (float(c.group(1)), float(a.group(1))) if c and a else None
+
+
+def bound_time_us(coll, size, n, bw):
+    copy, add = bw
+    if coll == "allreduce":
+        return size / (copy * 1e3)
+    if coll == "reduce_scatter":
+        return size / n / (add * 1e3)
+    return None
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out, bw = sys.argv[1], membw(sys.argv[2] if len(sys.argv) > 2 else None)
+    # every compare.sh folder of the suite: collective -> folders (the sizes split over them)
+    by_coll = {}
+    for d in sorted(glob.glob(os.path.join(out, "*"))):
+        m = re.match(r"^(?:1|2|2b)-(\w+)$", os.path.basename(d))
+        if m and os.path.isdir(d):
+            by_coll.setdefault(m.group(1), []).append(d)
+    if not by_coll:
+        print(f"ratio_table: no collective folders (1-*, 2-*, 2b-*) under {out}", file=sys.stderr)
+        return 1
+    print("# orbit / Open MPI, 2 ranks, float32, out-of-place, medians of alternating runs")
+    print("# busbw ratio at each large size (goal >= 1.5); time ratio: the worst of 8 B-4 KiB (goal <= 1)")
+    if bw:
+        print(f"# memory bound from bench/membw on this machine: copy {bw[0]:.2f} GB/s, a+b->c {bw[1]:.2f} GB/s "
+              "a thread with one per rank running; 'bound' = orbit busbw / bound busbw (goal >= 90% from 16 MiB)")
+    head = f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
+    print(head)
+    bound_lines = []
+    for coll in sorted(by_coll):
+        rows, n = {}, None
+        for d in by_coll[coll]:
+            r, nr = load(d)
+            rows.update(r)
+            n = nr or n
+        cells = []
+        for s in LARGE:
+            c, m = rows.get(("custom", s, False)), rows.get(("mpi", s, False))
+            if c and m:
+                cb, mb = median_row(c)[1], median_row(m)[1]
+                cells.append(f"{cb / mb:>9.2f}x" if mb > 0 else f"{'-':>10}")
+            else:
+                cells.append(f"{'-':>10}")
+            if bw and c and s >= 16 << 20:
+                tb = bound_time_us(coll, s, n, bw)
+                if tb:
+                    t, b = median_row(c)
+                    bound_lines.append(f"  {coll} {label(s)}: orbit {b:.2f} GB/s busbw, bound {b * t / tb:.2f} GB/s: "
+                                       f"{tb / t * 100:.0f}%")
+        worst, at = None, None
+        for (backend, s, ip), vals in rows.items():
+            if backend != "custom" or ip or s > SMALL_MAX:
+                continue
+            m = rows.get(("mpi", s, False))
+            if not m:
+                continue
+            ratio = median_row(vals)[0] / median_row(m)[0]
+            if worst is None or ratio > worst:
+                worst, at = ratio, s
+        small = f"{worst:>13.2f}x{label(at):>10}" if worst is not None else f"{'-':>14}{'':>10}"
+        print(f"{coll:<15}" + "".join(cells) + small)
+    if bound_lines:
+        print("# against the memory bound:")
+        print("\n".join(bound_lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
