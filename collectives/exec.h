@@ -30,11 +30,21 @@ typedef struct {
     int sync_next, sync_prev;
     uint64_t trace_id; /* the call's id in the tracer's records (env->trace) */
     int stream_out;    /* copies into out bypass the caches (an output larger than they are) */
+    /* Peers may read in (out) in place until the call ends: this call never writes it, so
+     * pieces from it may travel as addresses (single copy, transport/cma.h). */
+    int cma_in, cma_out;
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
+    /* per lane, the connection and position of its last piece sent as an address: the call
+     * ends only once the receiver has released it (read it) */
+    orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
+    uint64_t cma_pos[ORB_MAX_CHANNELS];
     int sync_sent, sync_recvd;
 } orb_exec_op_t;
+
+/* A piece smaller than a page is cheaper to copy through a slot than to read with a system call. */
+#define ORB_CMA_MIN_PIECE 4096
 
 /* What the executor needs from the communicator. */
 typedef struct {
@@ -51,6 +61,8 @@ typedef struct {
     /* Tell a peer this call failed (mismatch), so it fails too instead of waiting. */
     void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
     size_t slot_bytes; /* payload per slot, for messages */
+    size_t cma_bytes;  /* pieces this large of calls that allow it (cma_in, cma_out) go as addresses where
+                        * the connection allows (0: never) */
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "kernels/reduce.h"
+#include "transport/cma.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -245,6 +246,14 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         }
         if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
             return piece_mismatch(env, o, rh, n * esz, s->recv_peer, err, errlen);
+        /* A plain send of a large piece from a buffer this call never writes goes as its
+         * address, when the receiver can read us and this lane's previous such piece went
+         * the same way or was read already (one pending connection a lane). */
+        const int remote = sc && !rc && env->cma_bytes && sc->cma_send && n * esz >= env->cma_bytes &&
+                           !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
+                           ((s->src_buf == ORB_BUF_INPUT && o->cma_in) || (s->src_buf == ORB_BUF_OUTPUT && o->cma_out)) &&
+                           (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
+                            orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
 
         const char *src = NULL;
         if (props & ORB_STEP_READS_SRC)
@@ -261,7 +270,30 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
         const int stream = o->stream_out && dst && !(s->flags & ORB_STEP_DST_SCRATCH); /* d1 is the output */
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
-        if ((props & ORB_STEP_REDUCES) && stream)
+        int direct = 0; /* the piece was read straight into dst */
+        if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
+            if (!rc->cma_pid) {
+                snprintf(err, errlen, "rank %d: rank %d sent a piece as an address, but this rank cannot read it "
+                                      "(the ranks disagree on single-copy reads)", env->rank, s->recv_peer);
+                return ORB_ERR_INTERNAL;
+            }
+            /* a plain copy lands in dst at once; anything else (a reduction) reads into the
+             * slot and goes on from there as usual */
+            direct = dst && !(props & ORB_STEP_REDUCES) && pd <= 1;
+            char cerr[200];
+            orb_status_t cst = orb_cma_read(rc->cma_pid, direct ? (void *)dst : (void *)(rh + 1), rh->addr, n * esz,
+                                            cerr, sizeof cerr);
+            if (cst != ORB_OK) {
+                snprintf(err, errlen, "rank %d: the piece of rank %d: %s", env->rank, s->recv_peer, cerr);
+                return cst;
+            }
+        }
+        if (direct) {
+            if (d2)
+                orb_kernel_copy(d2, NULL, dst, n, o->dtype, 0);
+        } else if (remote) {
+            /* nothing to write: the receiver reads src */
+        } else if ((props & ORB_STEP_REDUCES) && stream)
             reduce_streamed(dst, fwd, src, in, n, o->dtype, o->op, pd);
         else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
@@ -276,7 +308,15 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             sh->nbytes = (uint32_t)(n * esz);
             sh->step = (uint32_t)o->step[ch];
             sh->sender = env->rank;
+            if (remote) {
+                sh->flags = ORB_PIECE_REMOTE;
+                sh->addr = (uint64_t)(uintptr_t)src;
+            }
             sc->ops->send_post(sc);
+            if (remote) {
+                o->cma_conn[ch] = sc;
+                o->cma_pos[ch] = sc->pos;
+            }
         }
         if (rh)
             rc->ops->recv_release(rc);
@@ -307,8 +347,12 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
         }
         for (int ch = 0; ch < o->plan->nlanes && n < len; ch++) {
             const orb_lane_t *l = &o->plan->lanes[ch];
-            if (o->step[ch] >= l->nsteps)
+            if (o->step[ch] >= l->nsteps) {
+                if (o->cma_conn[ch])
+                    n += (size_t)snprintf(buf + n, len - n, "%s%s, channel %d: waits for rank %d to read its last "
+                                          "piece (single copy)", n ? "; " : "", sig, ch, o->cma_conn[ch]->peer);
                 continue;
+            }
             const orb_step_t *s = &l->steps[o->step[ch]];
             size_t esz = orb_dtype_size(o->dtype);
             size_t piece = env->slot_bytes / esz;
@@ -322,6 +366,21 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
                                   o->done[ch] / piece + 1, (s->count + piece - 1) / piece, peer);
         }
     }
+}
+
+/* A finished lane whose last piece sent as an address is not read yet keeps its call open:
+ * the buffer must stay as it is until the receiver has it. */
+static void cma_pending(orb_exec_op_t *o, int ch, int *unfinished, int *waiting, int *nwait)
+{
+    if (!o->cma_conn[ch])
+        return;
+    if (orb_conn_released(o->cma_conn[ch], o->cma_pos[ch])) {
+        o->cma_conn[ch] = NULL;
+        return;
+    }
+    (*unfinished)++;
+    if (*nwait < 64)
+        waiting[(*nwait)++] = o->cma_conn[ch]->peer;
 }
 
 /* Move everything that can move: each operation's handshake, then (once its signatures
@@ -343,8 +402,10 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
             }
         }
         for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
-            if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps)
+            if (ops[i].step[ch] >= ops[i].plan->lanes[ch].nsteps) {
+                cma_pending(&ops[i], ch, unfinished, waiting, nwait);
                 continue;
+            }
             blocked_t b;
             int m = lane_progress(env, ops, nops, i, ch, &b, err, errlen);
             if (m < 0)
@@ -354,6 +415,8 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
                 (*unfinished)++;
                 if (b.peer >= 0 && *nwait < 64)
                     waiting[(*nwait)++] = b.peer;
+            } else {
+                cma_pending(&ops[i], ch, unfinished, waiting, nwait);
             }
         }
     }
@@ -364,8 +427,10 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
                           size_t errlen)
 {
     for (int i = 0; i < nops; i++)
-        for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++)
+        for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++) {
             ops[i].step[ch] = ops[i].done[ch] = 0;
+            ops[i].cma_conn[ch] = NULL;
+        }
     for (int i = 0; i < nops; i++)
         ops[i].sync_sent = ops[i].sync_recvd = 0;
 

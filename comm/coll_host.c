@@ -7,6 +7,7 @@
 #include "comm/coll_call.h"
 #include "comm/comm_impl.h"
 #include "comm/comm_trace.h"
+#include "kernels/step.h"
 
 /* Scratch is handed out in slices of this alignment (every dtype's). */
 #define SCRATCH_ALIGN 64
@@ -38,6 +39,46 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
         op->dtype = ORB_UINT8;
         op->op = ORB_MAX;
         op->postdiv = 0;
+    }
+}
+
+/* Does the plan write this rank's output buffer (not scratch)? */
+static int plan_writes_out(const orb_plan_t *plan)
+{
+    for (int ch = 0; ch < plan->nlanes; ch++)
+        for (size_t i = 0; i < plan->lanes[ch].nsteps; i++) {
+            const orb_step_t *s = &plan->lanes[ch].steps[i];
+            if ((orb_step_props(s->kind) & ORB_STEP_WRITES_DST) && !(s->flags & ORB_STEP_DST_SCRATCH))
+                return 1;
+        }
+    return 0;
+}
+
+static int overlap(const char *a, size_t an, const char *b, size_t bn)
+{
+    return a && b && an && bn && a < b + bn && b < a + an;
+}
+
+/* Which of call k's buffers stay untouched while the group of n calls runs, so that peers may
+ * read pieces of them in place (single copy): its input when no call's output overlaps it
+ * (its own only counts when its plan writes the output), its output when it is alone and its
+ * plan writes none of it. Only for inputs from the L2 cache's size (smaller, a copy through a
+ * slot stays in the caches) up to the last-level cache's: larger, the slot path writes the
+ * output past the caches (comm_cache.c), and the sender's copy into the slot runs on its own
+ * core beside the receiver's, where a single-copy read would put all of it on the receiver. */
+static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
+{
+    orb_exec_op_t *op = &ops[k];
+    const size_t esz = orb_dtype_size(op->dtype), ib = p[k].plan->in_count * esz;
+    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || p[k].a.coll == ORB_COLL_BARRIER)
+        return;
+    const int writes = plan_writes_out(p[k].plan);
+    op->cma_out = n == 1 && op->out && !writes;
+    op->cma_in = op->in != NULL;
+    for (int j = 0; j < n && op->cma_in; j++) {
+        const size_t ob = p[j].plan->out_count * orb_dtype_size(ops[j].dtype);
+        if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
+            op->cma_in = 0;
     }
 }
 
@@ -85,6 +126,8 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
             ops[i].scratch = scratch + out_need(&p[i]);
         scratch += scratch_need(&p[i]);
     }
+    for (int i = 0; i < n; i++) /* once every call's output is known */
+        cma_sources(c, p, ops, n, i);
     orb_comm_trace_exec(c, n);
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (ops != few)

@@ -47,6 +47,7 @@ struct orb_comm {
     int nchannels;
     uint32_t nslots;
     size_t slot_bytes;
+    size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     double timeout_s;
     int check_signatures;
     int deterministic; /* reductions in rank order (ORBIT_DETERMINISTIC, orb_comm_set_deterministic) */
@@ -134,8 +135,12 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
-/* Output bytes from which a call's output bypasses the caches (comm_stream.c); SIZE_MAX: never. */
+/* Which shared-memory peers single-copy reads may use, agreed at init (comm_cma.c). Collective. */
+orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen);
+/* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
+/* Input bytes from which a call sends pieces as addresses (comm_cache.c); 0: never. */
+size_t orb_comm_cma_threshold(void);
 /* Hex digits to bytes (unique ids, ORBIT_SECRET); 0 on success. */
 int orb_comm_parse_hex(const char *s, uint8_t *out, size_t n);
 

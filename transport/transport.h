@@ -44,6 +44,18 @@ struct orb_conn {
     uint32_t nslots;
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
     void *wake;           /* transport-specific: whom to wake after post/release */
+    /* Single-copy pieces (cma.h), same-host shared memory only. Receive side: the peer's pid,
+     * whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). Send side:
+     * 1 when the peer can read ours, so a piece may travel as an address. */
+    int32_t cma_pid;
+    int cma_send;
 };
+
+/* Send side of a connection that posts single-copy pieces: has the receiver released every
+ * slot up to pos (so read everything posted before)? Shared-memory FIFOs only. */
+static inline int orb_conn_released(const orb_conn_t *c, uint64_t pos)
+{
+    return atomic_load_explicit(&c->ctrl->tail, memory_order_acquire) >= pos;
+}
 
 #endif

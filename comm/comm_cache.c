@@ -1,8 +1,12 @@
-/* When a call writes its output with non-temporal stores (kernels/copy_stream.c): when
- * the output is at least as large as this machine's last-level cache, it has left the cache
- * before anyone reads it, so the ordinary store's read of every line first is wasted memory
- * bandwidth. The size comes from the machine (ORBIT_STREAM_BYTES overrides it); it only
- * changes how this rank writes its own memory, so ranks need not agree on it. */
+/* The thresholds that follow from this machine's caches (each overridable by its setting):
+ * - streaming stores (kernels/copy_stream.c): an output at least as large as the last-level
+ *   cache has left the cache before anyone reads it, so an ordinary store's read of every
+ *   line first is wasted memory bandwidth. It only changes how a rank writes its own memory,
+ *   so ranks need not agree on it.
+ * - single-copy reads (transport/cma.h): below the L2 cache's size a copy through a slot
+ *   stays in the caches and beats a system call that pins the sender's pages; above it one
+ *   copy beats two, up to the last-level cache's size (coll_host.c says why not beyond).
+ *   Only the sender decides, per call. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,10 +16,10 @@
 #include "core/log.h"
 #include "core/param.h"
 
-/* The last-level cache this rank's core sees, in bytes; 0 when the system does not say.
- * The kernel's view (sysfs) first: in a VM, CPUID (what sysconf reads) may describe the
- * host's whole L3 (64 MiB on an 8-CCX EPYC) rather than the 8 MiB a core shares. */
-static size_t llc_bytes(void)
+/* The cache of that level (0: the last) this rank's core sees, in bytes; 0 when the system
+ * does not say. The kernel's view (sysfs) first: in a VM, CPUID (what sysconf reads) may
+ * describe the host's whole L3 (64 MiB on an 8-CCX EPYC) rather than the 8 MiB a core shares. */
+static size_t cache_bytes(int want)
 {
     size_t best = 0;
     int best_level = 0;
@@ -35,7 +39,7 @@ static size_t llc_bytes(void)
             continue;
         ok = fscanf(f, "%lu%c", &kib, &unit) == 2 && unit == 'K';
         fclose(f);
-        if (ok && level > best_level) {
+        if (ok && (want ? level == want : level > best_level)) {
             best_level = level;
             best = (size_t)kib << 10;
         }
@@ -43,6 +47,8 @@ static size_t llc_bytes(void)
     if (best)
         return best;
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (want == 2)
+        return l2 > 0 ? (size_t)l2 : 0;
     return l3 > 0 ? (size_t)l3 : l2 > 0 ? (size_t)l2 : 0;
 }
 
@@ -53,7 +59,7 @@ size_t orb_comm_stream_bytes(void)
     if (v)
         return v;
     const double env = orb_param_num(ORB_PARAM_STREAM_BYTES);
-    const size_t llc = llc_bytes();
+    const size_t llc = cache_bytes(0);
     if (env < 0)
         v = SIZE_MAX;
     else if (env > 0)
@@ -68,4 +74,15 @@ size_t orb_comm_stream_bytes(void)
                  env > 0 ? "ORBIT_STREAM_BYTES" : "the last-level cache's size");
     atomic_store_explicit(&cached, v, memory_order_relaxed); /* racing callers store the same */
     return v;
+}
+
+size_t orb_comm_cma_threshold(void)
+{
+    const double env = orb_param_num(ORB_PARAM_CMA_BYTES);
+    if (env < 0)
+        return 0;
+    if (env > 0)
+        return (size_t)env;
+    const size_t l2 = cache_bytes(2);
+    return l2 ? l2 : (size_t)256 << 10; /* the L2 of most x86 cores of the last decade */
 }

@@ -1,0 +1,72 @@
+/* Which same-host peers this rank may read with single-copy reads (transport/cma.h), agreed
+ * at init: every rank shows where its random token lives, reads every shared-memory peer's,
+ * and tells the others which reads worked. A pair uses it in one direction only when the
+ * reader could read the writer: a sender never posts an address its receiver cannot follow.
+ * Collective (two all-gathers), whatever ORBIT_CMA_BYTES says, so every rank takes the same
+ * path through init. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_impl.h"
+#include "core/log.h"
+#include "transport/cma.h"
+#include "transport/endpoint.h"
+
+typedef struct {
+    uint64_t addr, token;
+} cma_card_t;
+
+orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen)
+{
+    const int n = c->nranks, me = c->rank;
+    const size_t threshold = orb_comm_cma_threshold();
+    const int on = threshold > 0;
+    cma_card_t *cards = calloc((size_t)n, sizeof *cards);
+    uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* can[r * n + p]: rank r reads rank p */
+    if (!cards || !can) {
+        free(cards);
+        free(can);
+        snprintf(err, errlen, "no memory for the single-copy table of %d ranks", n);
+        return ORB_ERR_NO_MEMORY;
+    }
+    cards[me] = (cma_card_t){on ? orb_cma_token_addr() : 0, on ? orb_cma_token() : 0};
+    orb_status_t st = orb_bootstrap_allgather(&c->bs, cards, sizeof *cards, deadline);
+    int readable = 0;
+    for (int p = 0; st == ORB_OK && p < n; p++) {
+        const int shm = p != me && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;
+        if (on && shm && cards[p].addr && orb_cma_probe(c->bs.cards[p].pid, cards[p].addr, cards[p].token)) {
+            can[(size_t)me * (size_t)n + (size_t)p] = 1;
+            readable++;
+        }
+    }
+    if (st == ORB_OK)
+        st = orb_bootstrap_allgather(&c->bs, can, (size_t)n, deadline);
+    if (st != ORB_OK) {
+        snprintf(err, errlen, "a rank left while the single-copy table was exchanged");
+        free(cards);
+        free(can);
+        return st;
+    }
+    int writable = 0;
+    for (int p = 0; p < n; p++) {
+        const int i_read = can[(size_t)me * (size_t)n + (size_t)p], p_reads = can[(size_t)p * (size_t)n + (size_t)me];
+        writable += p_reads;
+        for (int ch = 0; ch < c->nchannels; ch++) {
+            c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_pid = i_read ? c->bs.cards[p].pid : 0;
+            c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_send = p_reads;
+        }
+    }
+    int local = 0;
+    for (int p = 0; p < n; p++)
+        local += p != me && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;
+    if (on && local)
+        ORB_INFO("rank %d: calls of %zu input bytes or more send single-copy pieces: it reads %d of its %d "
+                 "shared-memory peers, %d read it%s", me, threshold, readable, local, writable,
+                 readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
+                                  : "");
+    c->cma_bytes = writable ? threshold : 0;
+    free(cards);
+    free(can);
+    return ORB_OK;
+}
