@@ -68,6 +68,8 @@ struct orb_comm {
     int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
     orb_link_cost_t link_intra; /* what the tuner prices inside a host and between hosts: the */
     orb_link_cost_t link_inter; /* same on every rank (comm_links.c) */
+    orb_link_cost_t shm_measured; /* the shared-memory hop as measured or cached at init */
+    int shm_measured_how;         /* 0: not measured (the transport's constants); 1: measured; 2: cached */
     uint64_t seq;
     uint64_t plan_clock;
     orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];
@@ -135,6 +137,8 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+/* The tuner's intra-host link measured on this machine, or cached (comm_calib.c). Collective. */
+orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadline, char *err, size_t errlen);
 /* Which shared-memory peers single-copy reads may use, agreed at init (comm_cma.c). Collective. */
 orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen);
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */

@@ -251,14 +251,17 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "ordering the ranks by topology");
-    st = orb_comm_price_links(c, orb_now() + init_timeout, err, errlen);
-    if (st != ORB_OK)
-        return step_failed(st, err, errlen, "agreeing on the link costs");
     for (int i = 0; i < nranks; i++)
         if (c->ring[i] == rank) {
             c->ring_next = c->ring[(i + 1) % nranks];
             c->ring_prev = c->ring[(i + nranks - 1) % nranks];
         }
+    st = orb_comm_calibrate(c, spin_s, orb_now() + init_timeout, err, errlen);
+    if (st != ORB_OK)
+        return step_failed(st, err, errlen, "calibrating the links");
+    st = orb_comm_price_links(c, orb_now() + init_timeout, err, errlen);
+    if (st != ORB_OK)
+        return step_failed(st, err, errlen, "agreeing on the link costs");
     /* Rank 0's clock against ours, for traces on one timeline: always, since a trace may
      * start at any call (orb_comm_trace_start), and it costs a few round trips. */
     st = orb_bootstrap_clock(&c->bs, 6, orb_now() + init_timeout, &c->clock_offset_ns, &c->clock_err_ns);

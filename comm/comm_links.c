@@ -37,7 +37,9 @@ static void own_view(const struct orb_comm *c, link_view_t *v)
         if (r == c->rank || c->tp_of[r] < 0)
             continue;
         int w = c->bs.cards[r].host_id != me;
-        const orb_link_cost_t *l = &orb_transports[c->tp_of[r]]->link;
+        const orb_link_cost_t *l = c->shm_measured_how && orb_transports[c->tp_of[r]] == &orb_shm_transport
+                                       ? &c->shm_measured /* comm_calib.c */
+                                       : &orb_transports[c->tp_of[r]]->link;
         worse(&v->alpha_us[w], &v->beta_gbps[w], l->alpha_us, l->beta_gbps);
         v->has[w] = 1;
     }
@@ -100,7 +102,11 @@ orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err
         if (agreed.has[1])
             snprintf(inter, sizeof inter, "%.2f us, %.2f GB/s", c->link_inter.alpha_us, c->link_inter.beta_gbps);
         ORB_INFO("tuner links: inside a host %.2f us, %.2f GB/s (%s%s); between hosts %s", c->link_intra.alpha_us,
-                 c->link_intra.beta_gbps, agreed.has[0] ? "the transports' cost" : "no peers on this host",
+                 c->link_intra.beta_gbps,
+                 !agreed.has[0]                ? "no peers on this host"
+                 : c->shm_measured_how == 1 ? "measured at init"
+                 : c->shm_measured_how == 2 ? "measured earlier, from the cache"
+                                            : "the transports' cost",
                  topo, inter);
     }
     return ORB_OK;

@@ -14,6 +14,7 @@
     X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding (unset: 20, or 0 when this host has more ranks than CPUs between them)") \
     X(CMA_BYTES, "ORBIT_CMA_BYTES", 0, "calls whose input is at least this many bytes, and smaller than ORBIT_STREAM_BYTES, send it to ranks on the same host as addresses the receiver reads with one copy (process_vm_readv), where the pair allows it (0: the L2 cache's size, read from the machine; -1: never, always two copies through the shared-memory slots)") \
+    X(CALIBRATE, "ORBIT_CALIBRATE", 1, "the tuner's price of a hop inside a host: 1: measured at init over the shared-memory ring (token rounds and a chain of slot-sized pieces), cached per host (ORBIT_CALIB_FILE); 2: measured again and stored; 0: the transport's constants") \
     X(STREAM_BYTES, "ORBIT_STREAM_BYTES", 0, "calls whose output is at least this many bytes write it with non-temporal stores, past the caches (0: the last-level cache's size, read from the machine; -1: never)") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to its share of its NUMA node's cores (the whole node when it has more ranks than cores); 2: the whole node; 0: off")      \
@@ -40,6 +41,7 @@
     X(HOSTID, "ORBIT_HOSTID", "", "this host's identity: ranks with equal ids share memory (empty: hostname, boot id and network namespace); set it when different hosts look alike") \
     X(TOPO_FILE, "ORBIT_TOPO_FILE", "", "hwloc XML to use instead of discovering this machine") \
     X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
+    X(CALIB_FILE, "ORBIT_CALIB_FILE", "", "where ORBIT_CALIBRATE keeps its measurements, one line per host, boot and job shape (empty: $XDG_CACHE_HOME/orbit/links.txt, else ~/.cache/orbit/links.txt; none: no file, measure at every init)") \
     X(CPU_KERNELS, "ORBIT_CPU_KERNELS", "auto", "CPU reduction loops: auto (AVX2+F16C where the CPU has them), portable (baseline x86-64 / any ISA)") \
     X(CUDA_PROTO, "ORBIT_CUDA_PROTO", "", "device protocol: ll (data and flag in one store), simple (slots); empty: by size")
 

@@ -1,0 +1,339 @@
+/* The tuner's price of a hop inside a host, measured on this machine instead of taken from
+ * the shared-memory transport's constants (which were one machine's tuning): at init, over
+ * the real shared-memory connections around the ring,
+ *   alpha: a token passed around the ring; a round's time over its n hops (the wake-up
+ *          latency of a hop, spin or yield as the ranks wait in calls: more ranks than CPUs
+ *          make it the scheduler's hand-over);
+ *   beta:  slot-sized pieces sent down the ring as a broadcast chain forwards them (copied
+ *          from memory into the next rank's slot, out of it into memory on the other side);
+ *          the steady interval between pieces t gives beta = slot / (t - alpha).
+ * Every rank times what it sees; the worst of them is agreed (largest alpha, smallest
+ * beta), so every rank prices alike. Cached per host in a file, keyed by boot, ranks on the
+ * host, CPUs and FIFO geometry, so later jobs skip the measurement and choose alike from run
+ * to run. ORBIT_CALIBRATE: 1 (the cache, else measure and store), 2 (measure and store),
+ * 0 (the transport's constants). Only where every peer is on this host over shared memory:
+ * elsewhere the constants stand (the network's price is the transport's). */
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "comm/comm_impl.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "transport/endpoint.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define calib_relax() _mm_pause()
+#else
+#define calib_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+enum { WARM_ROUNDS = 16, MAX_ROUNDS = 256 };
+#define ROUND_BUDGET_S 0.01 /* the token stops going round after this long */
+
+typedef struct {
+    int32_t can;      /* every peer of this rank is on this host, over shared memory */
+    int32_t cached;   /* this rank found the key in the cache */
+    double alpha_us;  /* measured or cached; 0: none */
+    double beta_gbps;
+} calib_view_t;
+
+/* ---- the cache ------------------------------------------------------------------------ */
+
+static void cache_path(char *buf, size_t len)
+{
+    const char *set = orb_param_str(ORB_PARAM_S_CALIB_FILE);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (set[0])
+        snprintf(buf, len, "%s", set);
+    else if (xdg && xdg[0])
+        snprintf(buf, len, "%s/orbit/links.txt", xdg);
+    else if (home && home[0])
+        snprintf(buf, len, "%s/.cache/orbit/links.txt", home);
+    else
+        buf[0] = 0;
+}
+
+static void cache_key(const struct orb_comm *c, int oversubscribed, char *buf, size_t len)
+{
+    char boot[64] = "unknown";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f))
+            snprintf(boot, sizeof boot, "unknown");
+        fclose(f);
+        boot[strcspn(boot, "\n")] = 0;
+    }
+    snprintf(buf, len, "v1 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
+             (unsigned long long)c->bs.cards[c->rank].host_id, boot, c->nranks, sysconf(_SC_NPROCESSORS_ONLN),
+             oversubscribed, c->slot_bytes, c->nslots);
+}
+
+/* 1 and the values when the file has a well-formed line for key; a malformed line for the
+ * key is reported and ignored (measured again, then replaced). */
+static int cache_read(const char *path, const char *key, double *alpha, double *beta)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int found = 0;
+    const size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0 || line[kl] != ' ')
+            continue;
+        double a, b;
+        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf", &a, &b) == 2 && isfinite(a) && isfinite(b) && a > 0 &&
+            b > 0) {
+            *alpha = a;
+            *beta = b;
+            found = 1;
+        } else {
+            ORB_WARN("%s: unreadable calibration line for this host; measuring again (ORBIT_CALIB_FILE)", path);
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Replace key's line (write a temporary file, rename it over): concurrent jobs never see a
+ * half-written file; the last writer wins. Failures only cost the next job a measurement. */
+static void cache_write(const char *path, const char *key, double alpha, double beta)
+{
+    char dir[4096], tmp[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        char *p = dir + 1;
+        for (;; p++) { /* mkdir -p */
+            if (*p == '/' || *p == 0) {
+                char was = *p;
+                *p = 0;
+                if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+                    return;
+                *p = was;
+                if (!was)
+                    break;
+            }
+        }
+    }
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *out = fopen(tmp, "w");
+    if (!out)
+        return;
+    FILE *in = fopen(path, "r");
+    const size_t kl = strlen(key);
+    if (in) {
+        char line[512];
+        while (fgets(line, sizeof line, in))
+            if (!(strncmp(line, key, kl) == 0 && line[kl] == ' ') && strchr(line, '\n'))
+                fputs(line, out);
+        fclose(in);
+    }
+    fprintf(out, "%s alpha_us=%.4f beta_gbps=%.4f\n", key, alpha, beta);
+    if (fclose(out) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* ---- the measurement ------------------------------------------------------------------ */
+
+/* A slot to send into (send) or a full one (recv), waiting as ranks wait in calls: spin,
+ * or yield at once when the host has more ranks than CPUs. */
+static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, int yield, double deadline)
+{
+    for (unsigned k = 1;; k++) {
+        orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn) : conn->ops->recv_acquire(conn);
+        if (h)
+            return h;
+        if (yield)
+            sched_yield();
+        else
+            calib_relax();
+        if ((k & 1023) == 0 && orb_now() > deadline)
+            return NULL;
+    }
+}
+
+static void post(orb_conn_t *sc, orb_slot_hdr_t *h, int rank, uint32_t round, uint64_t last, uint32_t nbytes)
+{
+    memset(h, 0, sizeof *h);
+    h->step = round;
+    h->count = last;
+    h->nbytes = nbytes;
+    h->sender = rank;
+    sc->ops->send_post(sc);
+}
+
+/* The token round (alpha) and the chain (beta) around the ring, from this rank's view. */
+static orb_status_t measure(struct orb_comm *c, int yield, double deadline, double *alpha_us, double *beta_gbps,
+                            char *err, size_t errlen)
+{
+    const int n = c->nranks, nch = c->nchannels;
+    int pos = 0;
+    while (c->ring[pos] != c->rank)
+        pos++;
+    orb_conn_t *sc = &c->send[(size_t)c->ring_next * (size_t)nch], *rc = &c->recv[(size_t)c->ring_prev * (size_t)nch];
+    const char *lost = "rank %d: the calibration of the links stalled waiting for rank %d (ORBIT_CALIBRATE=0 skips it)";
+
+    /* alpha: rounds of a token; the first rank says which round is the last */
+    double t_first = 0, t_last = 0;
+    int timed = 0;
+    uint64_t last = 0;
+    for (uint32_t r = 0; !last; r++) {
+        orb_slot_hdr_t *h;
+        if (pos == 0) {
+            const double now = orb_now();
+            if (r == WARM_ROUNDS)
+                t_first = now;
+            last = r + 1 >= MAX_ROUNDS || (r > WARM_ROUNDS && now - t_first > ROUND_BUDGET_S);
+            if (!(h = wait_slot(sc, 1, yield, deadline)))
+                goto stalled_next;
+            post(sc, h, c->rank, r, last, 0);
+            if (!(h = wait_slot(rc, 0, yield, deadline)))
+                goto stalled_prev;
+            rc->ops->recv_release(rc);
+            if (r >= WARM_ROUNDS) {
+                t_last = orb_now();
+                timed = (int)(r - WARM_ROUNDS + 1);
+            }
+        } else {
+            if (!(h = wait_slot(rc, 0, yield, deadline)))
+                goto stalled_prev;
+            last = h->count;
+            rc->ops->recv_release(rc);
+            const double now = orb_now();
+            if (r == WARM_ROUNDS) /* arrivals: the interval between them is a round */
+                t_first = now;
+            else if (r > WARM_ROUNDS) {
+                t_last = now;
+                timed = (int)(r - WARM_ROUNDS);
+            }
+            if (!(h = wait_slot(sc, 1, yield, deadline)))
+                goto stalled_next;
+            post(sc, h, c->rank, r, last, 0);
+        }
+    }
+    *alpha_us = timed > 0 ? (t_last - t_first) * 1e6 / timed / n : 0;
+
+    /* beta: pieces of a slot down the ring from its first rank, copied on as a chain does,
+     * each from and to its own place in a buffer of all of them (touched first): what a
+     * large call moves comes from memory and goes back to it, not from the caches */
+    const size_t bytes = c->slot_bytes;
+    const int pieces = 3 * (int)c->nslots, warm = (int)c->nslots;
+    char *whole = malloc(bytes * (size_t)pieces);
+    if (!whole) {
+        snprintf(err, errlen, "rank %d: no memory for the %zu-byte calibration buffer", c->rank, bytes * (size_t)pieces);
+        return ORB_ERR_NO_MEMORY;
+    }
+    memset(whole, c->rank + 1, bytes * (size_t)pieces);
+    char *buf = whole;
+    /* the first pass over the slots faults their pages in (the segment grows lazily): the
+     * clock starts after it */
+    t_first = t_last = 0;
+    for (int p = 0; p < pieces; p++) {
+        orb_slot_hdr_t *in = NULL, *out = NULL;
+        buf = whole + (size_t)p * bytes;
+        if (pos > 0 && !(in = wait_slot(rc, 0, yield, deadline))) {
+            free(whole);
+            goto stalled_prev;
+        }
+        if (in) /* out of the slot into this rank's buffer */
+            memcpy(buf, in + 1, bytes);
+        if (pos < n - 1) {
+            if (!(out = wait_slot(sc, 1, yield, deadline))) {
+                free(whole);
+                goto stalled_next;
+            }
+            memcpy(out + 1, buf, bytes);
+            post(sc, out, c->rank, (uint32_t)p, 0, (uint32_t)bytes);
+        }
+        if (in)
+            rc->ops->recv_release(rc);
+        const double now = orb_now();
+        if (p == warm)
+            t_first = now;
+        t_last = now;
+    }
+    free(whole);
+    const double piece_us = (t_last - t_first) * 1e6 / (pieces - 1 - warm);
+    *beta_gbps = piece_us > *alpha_us ? (double)bytes / (piece_us - *alpha_us) / 1e3 : (double)bytes / piece_us / 1e3;
+    return ORB_OK;
+stalled_next:
+    snprintf(err, errlen, lost, c->rank, c->ring_next);
+    return ORB_ERR_TIMEOUT;
+stalled_prev:
+    snprintf(err, errlen, lost, c->rank, c->ring_prev);
+    return ORB_ERR_TIMEOUT;
+}
+
+orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadline, char *err, size_t errlen)
+{
+    const int mode = (int)orb_param_num(ORB_PARAM_CALIBRATE);
+    if (mode <= 0 || c->nranks < 2)
+        return ORB_OK;
+    calib_view_t *all = calloc((size_t)c->nranks, sizeof *all);
+    if (!all) {
+        snprintf(err, errlen, "no memory for the link calibration of %d ranks", c->nranks);
+        return ORB_ERR_NO_MEMORY;
+    }
+    calib_view_t *mine = &all[c->rank];
+    mine->can = 1;
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && (c->tp_of[r] < 0 || orb_transports[c->tp_of[r]] != &orb_shm_transport))
+            mine->can = 0;
+    char path[4096], key[256];
+    cache_path(path, sizeof path);
+    const int oversubscribed = spin_s == 0;
+    cache_key(c, oversubscribed, key, sizeof key);
+    if (mine->can && mode == 1 && path[0] && strcmp(path, "none") != 0)
+        mine->cached = cache_read(path, key, &mine->alpha_us, &mine->beta_gbps);
+    orb_status_t st = orb_bootstrap_allgather(&c->bs, all, sizeof *all, deadline);
+    int can = 1, cached = 1;
+    for (int r = 0; st == ORB_OK && r < c->nranks; r++) {
+        can &= all[r].can;
+        cached &= all[r].cached;
+    }
+    if (st == ORB_OK && can && !cached) { /* every rank measures, or none */
+        st = measure(c, oversubscribed, deadline, &mine->alpha_us, &mine->beta_gbps, err, errlen);
+        if (st == ORB_OK)
+            st = orb_bootstrap_allgather(&c->bs, all, sizeof *all, deadline);
+        else if (st == ORB_ERR_TIMEOUT && !err[0])
+            snprintf(err, errlen, "rank %d: the link calibration did not finish", c->rank);
+    }
+    if (st != ORB_OK) {
+        if (!err[0])
+            snprintf(err, errlen, "a rank left while the links were calibrated");
+        free(all);
+        return st;
+    }
+    if (can) {
+        double alpha = 0, beta = INFINITY;
+        for (int r = 0; r < c->nranks; r++) {
+            if (all[r].alpha_us > 0)
+                alpha = fmax(alpha, all[r].alpha_us);
+            if (all[r].beta_gbps > 0)
+                beta = fmin(beta, all[r].beta_gbps);
+        }
+        if (alpha > 0 && alpha < 1e6 && isfinite(beta) && beta > 0) {
+            c->shm_measured = (orb_link_cost_t){alpha, beta};
+            c->shm_measured_how = cached ? 2 : 1;
+            if (!cached && c->rank == c->ring[0] && path[0] && strcmp(path, "none") != 0)
+                cache_write(path, key, alpha, beta);
+            ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s (%s%s)", c->rank, alpha, beta,
+                     cached ? "from the cache " : "measured at init", cached ? path : "");
+        } else {
+            ORB_WARN("rank %d: the link calibration gave %.3g us, %.3g GB/s: not believable, the transport's "
+                     "constants stand", c->rank, alpha, beta);
+        }
+    }
+    free(all);
+    return ORB_OK;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The tuner's link calibration (comm/comm_calib.c, ORBIT_CALIBRATE, ORBIT_CALIB_FILE), from
+the outside: real ranks under orbitrun, judged by what they log (ORBIT_DEBUG=INFO) and what
+the cache file holds. Measured once, then read back; another FIFO geometry is another job
+shape (measured again); a damaged line is reported and replaced; 2 measures again; 0 and
+`none` behave as documented; every rank agrees on the values.
+Usage: check_calibration.py ORBITRUN BENCH"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+orbitrun, bench = sys.argv[1], sys.argv[2]
+failures = 0
+LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s \((measured at init|from the cache .*)\)")
+
+
+def run(env_extra, n=2):
+    env = dict(os.environ, ORBIT_DEBUG="INFO", ORBIT_TIMEOUT="60", ORBIT_INIT_TIMEOUT="60")
+    env.update(env_extra)
+    p = subprocess.run([orbitrun, "-n", str(n), bench, "--size", "8", "--iters", "3", "--warmup", "1"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    if p.returncode != 0:
+        print(out)
+        raise SystemExit(f"FAIL: the job failed (rc {p.returncode}) with {env_extra}")
+    return out
+
+
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += 0 if ok else 1
+
+
+def views(out, n):
+    """Every rank's (alpha, beta, how): one line each, the same values on every rank."""
+    got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4)) for m in LINE.finditer(out)}
+    check(sorted(got) == list(range(n)), f"every one of {n} ranks logs its link price (got ranks {sorted(got)})")
+    vals = set((a, b) for a, b, _ in got.values())
+    check(len(vals) == 1, f"the ranks agree on the values ({vals})")
+    a, b = (float(x) for x in next(iter(vals))) if vals else (0, 0)
+    check(0 < a < 1e6 and 0 < b < 1e4, f"alpha {a} us and beta {b} GB/s are finite and positive")
+    hows = set(h.split(" /")[0] for _, _, h in got.values())
+    return a, b, hows
+
+
+def lines(path):
+    with open(path) as f:
+        return [l for l in f.read().splitlines() if l]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "sub", "links.txt")
+    # 1. nothing cached: measured, stored (the directory made), the file's values are the logged ones
+    a, b, hows = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    check(hows == {"measured at init"}, f"first job: measured at init ({hows})")
+    check(os.path.exists(path) and len(lines(path)) == 1, "first job: one line written")
+    line = lines(path)[0] if os.path.exists(path) else ""
+    m = re.search(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+)$", line)
+    # the log prints 3 and 2 decimals, the file 4: equal to within the log's rounding
+    same = lambda x, y: abs(x[0] - y[0]) <= 0.0011 and abs(x[1] - y[1]) <= 0.011
+    check(" ranks=2 " in line and m is not None and same((a, b), (float(m.group(1)), float(m.group(2)))),
+          f"the line is this job's, with its values: {line}")
+    # 2. read back
+    a2, b2, hows = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    check(hows == {"from the cache"} and same((a2, b2), (a, b)), f"second job: from the cache, same values ({hows})")
+    # 3. another FIFO geometry is another key
+    _, _, hows = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_SHM_SLOT_BYTES": "65536"}), 2)
+    check(hows == {"measured at init"}, f"other slot size: measured again ({hows})")
+    check(len(lines(path)) == 2, "other slot size: a second line")
+    # 4. a damaged line for the key: warned, measured, replaced
+    ls = lines(path)
+    ls[0] = re.sub(r"alpha_us=\S+", "alpha_us=garbage", ls[0])
+    with open(path, "w") as f:
+        f.write("\n".join(ls) + "\n")
+    out = run({"ORBIT_CALIB_FILE": path})
+    check("unreadable calibration line" in out and "ORBIT_CALIB_FILE" in out, "damaged line: a warning that names the setting")
+    _, _, hows = views(out, 2)
+    check(hows == {"measured at init"}, f"damaged line: measured again ({hows})")
+    check(all("garbage" not in l for l in lines(path)) and len(lines(path)) == 2, "damaged line: replaced")
+    # 5. ORBIT_CALIBRATE=2 measures although cached; 0 keeps the transport's constants
+    _, _, hows = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "2"}), 2)
+    check(hows == {"measured at init"}, f"ORBIT_CALIBRATE=2: measured ({hows})")
+    out = run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "0"})
+    check(not LINE.search(out) and "the transports' cost" in out, "ORBIT_CALIBRATE=0: the transport's constants")
+    # 6. none: measured, nothing written; 3 ranks
+    path2 = os.path.join(tmp, "none-dir")
+    _, _, hows = views(run({"ORBIT_CALIB_FILE": "none", "XDG_CACHE_HOME": path2}, n=3), 3)
+    check(hows == {"measured at init"} and not os.path.exists(path2), "none: 3 ranks measured, no file anywhere")
+
+print(f"{failures} failures")
+sys.exit(1 if failures else 0)
