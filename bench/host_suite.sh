@@ -29,6 +29,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 orbitrun=$build/launcher/orbitrun
 echo "# host suite: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The tuner's link price (docs/algorithms.md): measured afresh now, while nothing else runs;
+# the 2-rank runs below read it from the cache (other rank counts measure at their first run).
+echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/bench/allreduce_bench" --size 8 --iters 10 2>&1 |
+  grep -m1 -o 'tuner links inside this host.*' || echo 'tuner links: not measured (see ORBIT_CALIBRATE)')"
 sections=" ${SECTIONS:-1 2 2b 3 4 5 6 7 8} "
 want() { [[ $sections == *" $1 "* ]]; }
 
