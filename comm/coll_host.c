@@ -62,15 +62,19 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn)
 /* Which of call k's buffers stay untouched while the group of n calls runs, so that peers may
  * read pieces of them in place (single copy): its input when no call's output overlaps it
  * (its own only counts when its plan writes the output), its output when it is alone and its
- * plan writes none of it. Only for inputs from the L2 cache's size (smaller, a copy through a
- * slot stays in the caches) up to the last-level cache's: larger, the slot path writes the
- * output past the caches (comm_cache.c), and the sender's copy into the slot runs on its own
- * core beside the receiver's, where a single-copy read would put all of it on the receiver. */
+ * plan writes none of it. Only for inputs from twice the L2 cache's size (smaller, copies
+ * through a slot stay in the caches) up to the last-level cache's: larger, the slot path
+ * writes the output past the caches (comm_cache.c), and the sender's copy into the slot runs
+ * on its own core beside the receiver's, where a single-copy read would put all of it on the
+ * receiver. Never for reductions: what arrives is reduced, so a read into the slot would
+ * only move the sender's copy onto the receiver's core (all-reduce at 1 MiB, reduce at 1 and
+ * 4 MiB fell behind Open MPI that way). */
 static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
 {
     orb_exec_op_t *op = &ops[k];
     const size_t esz = orb_dtype_size(op->dtype), ib = p[k].plan->in_count * esz;
-    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || p[k].a.coll == ORB_COLL_BARRIER)
+    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || orb_coll_reduces(p[k].a.coll) ||
+        p[k].a.coll == ORB_COLL_BARRIER)
         return;
     const int writes = plan_writes_out(p[k].plan);
     op->cma_out = n == 1 && op->out && !writes;

@@ -13,7 +13,7 @@
     X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8; the same on every rank") \
     X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \
     X(SPIN_US, "ORBIT_SPIN_US", 20, "microseconds a waiting rank spins before it starts yielding (unset: 20, or 0 when this host has more ranks than CPUs between them)") \
-    X(CMA_BYTES, "ORBIT_CMA_BYTES", 0, "calls whose input is at least this many bytes, and smaller than ORBIT_STREAM_BYTES, send it to ranks on the same host as addresses the receiver reads with one copy (process_vm_readv), where the pair allows it (0: the L2 cache's size, read from the machine; -1: never, always two copies through the shared-memory slots)") \
+    X(CMA_BYTES, "ORBIT_CMA_BYTES", 0, "calls whose input is at least this many bytes, and smaller than ORBIT_STREAM_BYTES, send it to ranks on the same host as addresses the receiver reads with one copy (process_vm_readv), where the pair allows it (0: twice the L2 cache's size, read from the machine; -1: never, always two copies through the shared-memory slots); reductions always go through the slots") \
     X(CALIBRATE, "ORBIT_CALIBRATE", 1, "the tuner's price of a hop inside a host: 1: measured at init over the shared-memory ring (token rounds and a chain of slot-sized pieces), cached per host (ORBIT_CALIB_FILE); 2: measured again and stored; 0: the transport's constants") \
     X(STREAM_BYTES, "ORBIT_STREAM_BYTES", 0, "calls whose output is at least this many bytes write it with non-temporal stores, past the caches (0: the last-level cache's size, read from the machine; -1: never)") \
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
