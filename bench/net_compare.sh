@@ -19,7 +19,7 @@ usage: $0 [-c COLL] [-p PER] [-r REPS] [-o OUTDIR] [-s SIZES] [-f FACTOR] [-d NE
   -d NETEM    tc netem arguments for both hosts' egress (e.g. "delay 1ms")
   -b RATE     a tc tbf rate limit for both hosts' egress (e.g. "5gbit")
   -o OUTDIR   keep every run's output and JSON here                [a temporary dir, removed]
-  -I          no iperf3 runs (when only orbit vs the peers matters)
+  -I          no iperf3 or sockperf runs (when only orbit vs the peers matters)
 Contenders: orbit   BUILD_DIR/bench/COLL_bench --backend custom (torchrun-style env)
             mpi     the same bench --backend mpi under mpirun --mca btl tcp,self (with -p 2
                     or more, ranks on one host talk TCP too: Open MPI's shared-memory btl,
@@ -29,6 +29,9 @@ Contenders: orbit   BUILD_DIR/bench/COLL_bench --backend custom (torchrun-style 
             iperf3  3 s of one TCP stream h1 -> h2 (GB/s) per repetition: with the system's
                     congestion control, with cubic (what orbit's sockets use), and with cubic
                     both ways at once (--bidir, the mean of the two ways)
+            sockperf  2 s of TCP ping-pong h1 -> h2 with 16 B and 4 KiB messages per
+                    repetition (Debian's sockperf): the raw round trip, against which the
+                    summary's last column holds orbit's time at 8 B-512 B and 1-4 KiB
 The summary reports busbw (GB/s) and orbit's ratio to the better peer, to the better one-way
 iperf3 median and to the two-way one. With 2 ranks an all-reduce sends busbw bytes per
 second in each direction at once, so the two-way figure is the link it runs on; on a real
@@ -77,6 +80,25 @@ else
 fi
 have_iperf=0
 [ "$no_iperf" = 0 ] && command -v iperf3 >/dev/null && have_iperf=1
+have_sockperf=0 # the raw TCP round trip (Debian's sockperf): what small messages are held to
+[ "$no_iperf" = 0 ] && command -v sockperf >/dev/null && have_sockperf=1
+
+# sockperf ping-pong h1 -> h2 of SIZE-byte messages for 2 s: the median one-way latency in us
+# (half the round trip, as sockperf reports it).
+sockperf_lat() {
+    local size=$1 p
+    ip netns exec "$ORBTEST_PREFIX-h2" sockperf sr --tcp -i "$ORBTEST_SUBNET.2" -p 11111 >/dev/null 2>&1 &
+    p=$!
+    _orbtest_pids+=("$p")
+    for ((i = 0; i < 50; i++)); do
+        ip netns exec "$ORBTEST_PREFIX-h2" ss -ltn 2>/dev/null | grep -q ":11111 " && break
+        sleep 0.05
+    done
+    ip netns exec "$ORBTEST_PREFIX-h1" sockperf pp --tcp -i "$ORBTEST_SUBNET.2" -p 11111 -m "$size" -t 2 2>&1 |
+        sed 's/\x1b\[[0-9;]*m//g' | awk '/percentile 50.000 =/ {print $NF}'
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+}
 
 orbtest_setup 2 "$netem" "$rate" || { echo "$0: cannot run: $ORBTEST_SKIP" >&2; exit 77; }
 [ -n "$outdir" ] || outdir=$ORBTEST_WORK/out
@@ -111,6 +133,13 @@ for ((rep = 1; rep <= reps; rep++)); do
         echo "$bwc" >>"$outdir/iperf_cubic.txt"
         echo "$bwb" >>"$outdir/iperf_bidir.txt"
     fi
+    if [ "$have_sockperf" = 1 ]; then
+        for m in 16 4096; do # sockperf sends 14 bytes at least
+            lat=$(sockperf_lat "$m")
+            echo "# rep $rep/$reps: sockperf TCP ping-pong $m B: $lat us one way (median)" >&2
+            echo "$lat" >>"$outdir/sockperf_$m.txt"
+        done
+    fi
 done
 
 /usr/bin/python3 - "$outdir" "$coll" "$per" "${contenders[@]}" <<'PY'
@@ -138,6 +167,14 @@ for name, v in (("one way, system default " + cc, iperf), ("one way, cubic", ipe
     if v:
         print("# iperf3 h1 <-> h2 (%s): median %.2f GB/s (runs: %s)" % (name, statistics.median(v),
                                                                       " ".join("%.2f" % x for x in v)))
+rtt = {m: floats("sockperf_%d.txt" % m) for m in (16, 4096)}
+for m, v in rtt.items():
+    if v:
+        print("# sockperf TCP ping-pong h1 -> h2, %d B: one way %.1f us, round trip %.1f us (medians; runs: %s)"
+              % (m, statistics.median(v), 2 * statistics.median(v), " ".join("%.1f" % x for x in v)))
+        rtt[m] = 2 * statistics.median(v)
+    else:
+        rtt[m] = None
 head = "%12s" % "bytes"
 for n in names:
     head += "  %10s %8s" % (n + " us", "GB/s")
@@ -146,6 +183,8 @@ if link:
     head += "  %9s" % "vs 1-way"
 if link2:
     head += "  %9s" % "vs 2-way"
+if rtt[16]:
+    head += "  %9s" % "orbit/RTT"
 print(head)
 for s in sizes:
     line = "%12d" % s
@@ -158,6 +197,11 @@ for s in sizes:
     for l in (link, link2):
         if l:
             line += "  %8.0f%%" % (100 * o / l) if o else "  %9s" % "-"
+    # small messages against the raw round trip of the nearer measured size (16 B or 4 KiB)
+    r = rtt[16] if s <= 512 else rtt[4096] if s <= 4096 else None
+    t = med("orbit", s, "time_us")
+    if rtt[16]:
+        line += "  %8.2fx" % (t / r) if r and t else "  %9s" % "-"
     print(line)
 wrong = [r for v in rows.values() for r in v if r.get("wrong")]
 if wrong:
