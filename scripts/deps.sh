@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3 cmake
       libhwloc-dev hwloc libopenmpi-dev openmpi-bin libopenblas-dev zlib1g-dev
-      libibverbs-dev iproute2 iperf3 dataset-fashion-mnist rsync
+      libibverbs-dev iproute2 iperf3 sockperf dataset-fashion-mnist rsync
       clang libclang-rt-14-dev)
 [ "${ORBIT_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch python3-numpy)
 [ $# -gt 0 ] && pkgs=("$@")
