@@ -86,18 +86,12 @@ have_sockperf=0 # the raw TCP round trip (Debian's sockperf): what small message
 # sockperf ping-pong h1 -> h2 of SIZE-byte messages for 2 s: the median one-way latency in us
 # (half the round trip, as sockperf reports it).
 sockperf_lat() {
-    local size=$1 p
-    ip netns exec "$ORBTEST_PREFIX-h2" sockperf sr --tcp -i "$ORBTEST_SUBNET.2" -p 11111 >/dev/null 2>&1 &
-    p=$!
-    _orbtest_pids+=("$p")
-    for ((i = 0; i < 50; i++)); do
-        ip netns exec "$ORBTEST_PREFIX-h2" ss -ltn 2>/dev/null | grep -q ":11111 " && break
-        sleep 0.05
-    done
+    local size=$1
+    orbtest_serve 11111 sockperf sr --tcp -i "$ORBTEST_SUBNET.2" -p 11111
     ip netns exec "$ORBTEST_PREFIX-h1" sockperf pp --tcp -i "$ORBTEST_SUBNET.2" -p 11111 -m "$size" -t 2 2>&1 |
         sed 's/\x1b\[[0-9;]*m//g' | awk '/percentile 50.000 =/ {print $NF}'
-    kill "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
+    kill "$ORBTEST_SERVER_PID" 2>/dev/null
+    wait "$ORBTEST_SERVER_PID" 2>/dev/null
 }
 
 orbtest_setup 2 "$netem" "$rate" || { echo "$0: cannot run: $ORBTEST_SKIP" >&2; exit 77; }

@@ -61,8 +61,8 @@ typedef struct {
     /* Tell a peer this call failed (mismatch), so it fails too instead of waiting. */
     void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
     size_t slot_bytes; /* payload per slot, for messages */
-    size_t cma_bytes;  /* pieces this large of calls that allow it (cma_in, cma_out) go as addresses where
-                        * the connection allows (0: never) */
+    size_t cma_min_piece; /* pieces this large of calls that allow it (cma_in, cma_out) go as addresses
+                           * where the connection allows (0: never) */
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */

@@ -5,15 +5,9 @@
 #include "collectives/exec.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/relax.h"
 #include "kernels/reduce.h"
 #include "transport/cma.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() __asm__ __volatile__("" ::: "memory")
-#endif
 
 void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len)
 {
@@ -219,12 +213,13 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
          * everything else moves while it travels: a rooted call costs one hop, not a
          * round trip before its first piece. A disagreement still shows on both ends: in
          * the handshake, or in the signature of the first piece. */
-        if (ch == 0 && o->sync_next >= 0 &&
-            ((rc && !o->sync_recvd && s->recv_peer == o->sync_prev) ||
-             (sc && !o->sync_sent && s->send_peer == o->sync_next))) {
-            b->peer = rc && !o->sync_recvd && s->recv_peer == o->sync_prev ? o->sync_prev : o->sync_next;
-            b->for_data = rc && !o->sync_recvd && s->recv_peer == o->sync_prev;
-            break;
+        if (ch == 0 && o->sync_next >= 0) {
+            const int recv_first = rc && !o->sync_recvd && s->recv_peer == o->sync_prev;
+            if (recv_first || (sc && !o->sync_sent && s->send_peer == o->sync_next)) {
+                b->peer = recv_first ? o->sync_prev : o->sync_next;
+                b->for_data = recv_first;
+                break;
+            }
         }
         if (nops > 1) {
             if ((rc && !conn_free_for(ops, i, ch, s->recv_peer, 0)) ||
@@ -249,7 +244,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         /* A plain send of a large piece from a buffer this call never writes goes as its
          * address, when the receiver can read us and this lane's previous such piece went
          * the same way or was read already (one pending connection a lane). */
-        const int remote = sc && !rc && env->cma_bytes && sc->cma_send && n * esz >= env->cma_bytes &&
+        const int remote = sc && !rc && env->cma_min_piece && sc->cma_send && n * esz >= env->cma_min_piece &&
                            !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
                            ((s->src_buf == ORB_BUF_INPUT && o->cma_in) || (s->src_buf == ORB_BUF_OUTPUT && o->cma_out)) &&
                            (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
@@ -455,7 +450,7 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
             continue;
         }
         if (idle_passes & 15) {
-            cpu_relax();
+            orb_cpu_relax();
             continue;
         }
         double now = orb_now();

@@ -26,14 +26,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/param.h"
-#include "transport/endpoint.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define calib_relax() _mm_pause()
-#else
-#define calib_relax() __asm__ __volatile__("" ::: "memory")
-#endif
+#include "core/proc.h"
+#include "core/relax.h"
 
 enum { WARM_ROUNDS = 16, MAX_ROUNDS = 256 };
 #define ROUND_BUDGET_S 0.01 /* the token stops going round after this long */
@@ -63,14 +57,9 @@ static void cache_path(char *buf, size_t len)
 
 static void cache_key(const struct orb_comm *c, int oversubscribed, char *buf, size_t len)
 {
-    char boot[64] = "unknown";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (!fgets(boot, sizeof boot, f))
-            snprintf(boot, sizeof boot, "unknown");
-        fclose(f);
-        boot[strcspn(boot, "\n")] = 0;
-    }
+    char boot[64]; /* in the host id too, unless ORBIT_HOSTID replaces it */
+    if (orb_boot_id(boot, sizeof boot) != 0)
+        snprintf(boot, sizeof boot, "unknown");
     snprintf(buf, len, "v1 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
              (unsigned long long)c->bs.cards[c->rank].host_id, boot, c->nranks, sysconf(_SC_NPROCESSORS_ONLN),
              oversubscribed, c->slot_bytes, c->nslots);
@@ -156,7 +145,7 @@ static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, int yield, double d
         if (yield)
             sched_yield();
         else
-            calib_relax();
+            orb_cpu_relax();
         if ((k & 1023) == 0 && orb_now() > deadline)
             return NULL;
     }
@@ -287,7 +276,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
     calib_view_t *mine = &all[c->rank];
     mine->can = 1;
     for (int r = 0; r < c->nranks; r++)
-        if (r != c->rank && (c->tp_of[r] < 0 || orb_transports[c->tp_of[r]] != &orb_shm_transport))
+        if (r != c->rank && !orb_comm_peer_shm(c, r))
             mine->can = 0;
     char path[4096], key[256];
     cache_path(path, sizeof path);

@@ -11,7 +11,6 @@
 #include "comm/comm_impl.h"
 #include "core/log.h"
 #include "transport/cma.h"
-#include "transport/endpoint.h"
 
 typedef struct {
     uint64_t addr, token;
@@ -32,9 +31,10 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     }
     cards[me] = (cma_card_t){on ? orb_cma_token_addr() : 0, on ? orb_cma_token() : 0};
     orb_status_t st = orb_bootstrap_allgather(&c->bs, cards, sizeof *cards, deadline);
-    int readable = 0;
+    int readable = 0, local = 0;
     for (int p = 0; st == ORB_OK && p < n; p++) {
-        const int shm = p != me && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;
+        const int shm = orb_comm_peer_shm(c, p);
+        local += shm;
         if (on && shm && cards[p].addr && orb_cma_probe(c->bs.cards[p].pid, cards[p].addr, cards[p].token)) {
             can[(size_t)me * (size_t)n + (size_t)p] = 1;
             readable++;
@@ -57,9 +57,6 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
             c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_send = p_reads;
         }
     }
-    int local = 0;
-    for (int p = 0; p < n; p++)
-        local += p != me && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;
     if (on && local)
         ORB_INFO("rank %d: calls of %zu input bytes or more send single-copy pieces: it reads %d of its %d "
                  "shared-memory peers, %d read it%s", me, threshold, readable, local, writable,

@@ -137,6 +137,11 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+/* Is rank p a peer this rank reaches through shared memory (on its host)? */
+static inline int orb_comm_peer_shm(const struct orb_comm *c, int p)
+{
+    return p != c->rank && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;
+}
 /* The tuner's intra-host link measured on this machine, or cached (comm_calib.c). Collective. */
 orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadline, char *err, size_t errlen);
 /* Which shared-memory peers single-copy reads may use, agreed at init (comm_cma.c). Collective. */

@@ -37,7 +37,7 @@ static void own_view(const struct orb_comm *c, link_view_t *v)
         if (r == c->rank || c->tp_of[r] < 0)
             continue;
         int w = c->bs.cards[r].host_id != me;
-        const orb_link_cost_t *l = c->shm_measured_how && orb_transports[c->tp_of[r]] == &orb_shm_transport
+        const orb_link_cost_t *l = c->shm_measured_how && orb_comm_peer_shm(c, r)
                                        ? &c->shm_measured /* comm_calib.c */
                                        : &orb_transports[c->tp_of[r]]->link;
         worse(&v->alpha_us[w], &v->beta_gbps[w], l->alpha_us, l->beta_gbps);

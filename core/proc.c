@@ -66,6 +66,22 @@ int orb_proc_alive(pid_t pid, uint64_t start)
     return start == 0 || s == start;
 }
 
+int orb_boot_id(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f || len == 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    int ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return -1;
+    buf[strcspn(buf, "\n")] = 0;
+    return 0;
+}
+
 uint64_t orb_host_id(void)
 {
     const char *env = orb_param_str(ORB_PARAM_S_HOSTID);
@@ -75,11 +91,9 @@ uint64_t orb_host_id(void)
     size_t n = 0;
     gethostname(buf, 128);
     n = strlen(buf);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        n += fread(buf + n, 1, 64, f);
-        fclose(f);
-    }
+    char boot[64];
+    if (orb_boot_id(boot, sizeof boot) == 0) /* hashed with its newline, as it always was */
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\n", boot);
     struct stat sb;
     if (stat("/proc/self/ns/net", &sb) == 0)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "/%llu", (unsigned long long)sb.st_ino);

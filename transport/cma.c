@@ -1,13 +1,14 @@
 #include "transport/cma.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "transport/bootstrap.h"
 
 static _Atomic uint64_t token_word; /* read by peers through process_vm_readv */
 
@@ -16,14 +17,11 @@ uint64_t orb_cma_token(void)
     uint64_t t = atomic_load(&token_word);
     if (t)
         return t;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || read(fd, &t, sizeof t) != (ssize_t)sizeof t) {
+    if (orb_random_bytes(&t, sizeof t) != ORB_OK) { /* no entropy: a probe still must not match by chance */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         t = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
     }
-    if (fd >= 0)
-        close(fd);
     t |= 1; /* never 0: 0 means "not drawn yet" */
     uint64_t none = 0;
     atomic_compare_exchange_strong(&token_word, &none, t); /* racing threads keep the first */

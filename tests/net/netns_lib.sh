@@ -113,18 +113,27 @@ orbtest_setup() {
     return 0
 }
 
+# orbtest_serve PORT CMD...: CMD (a server on PORT, its output dropped) started in h2, and
+# waited for until it listens (2.5 s at most); its pid in ORBTEST_SERVER_PID, killed at
+# cleanup if it still runs.
+orbtest_serve() {
+    local port=$1
+    shift
+    ip netns exec "$ORBTEST_PREFIX-h2" "$@" >/dev/null 2>&1 &
+    ORBTEST_SERVER_PID=$!
+    _orbtest_pids+=("$ORBTEST_SERVER_PID")
+    for ((i = 0; i < 50; i++)); do
+        ip netns exec "$ORBTEST_PREFIX-h2" ss -ltn 2>/dev/null | grep -q ":$port " && return 0
+        sleep 0.05
+    done
+}
+
 # orbtest_iperf SECONDS [CC [bidir]]: h1 -> h2 throughput in GB/s (receiver side) of one
 # stream, with the system's congestion control or CC, on stdout. With "bidir", one stream
 # each way at once (what an all-reduce between two hosts does): the mean of the two ways.
 orbtest_iperf() {
-    local secs=$1 cc=${2:+-C $2} bidir=${3:+--bidir} p
-    ip netns exec "$ORBTEST_PREFIX-h2" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-    p=$!
-    _orbtest_pids+=("$p")
-    for ((i = 0; i < 50; i++)); do
-        ip netns exec "$ORBTEST_PREFIX-h2" ss -ltn 2>/dev/null | grep -q ":5201 " && break
-        sleep 0.05
-    done
+    local secs=$1 cc=${2:+-C $2} bidir=${3:+--bidir}
+    orbtest_serve 5201 iperf3 -s -1 -p 5201
     # shellcheck disable=SC2086 # cc is an option and its value, or nothing
     ip netns exec "$ORBTEST_PREFIX-h1" iperf3 -c "$ORBTEST_SUBNET.2" -p 5201 -t "$secs" $cc $bidir -J 2>/dev/null |
         /usr/bin/python3 -c '
@@ -132,7 +141,7 @@ import json, sys
 e = json.load(sys.stdin)["end"]
 ways = [e[k]["bits_per_second"] / 8e9 for k in ("sum_received", "sum_received_bidir_reverse") if k in e]
 print("%.3f" % (sum(ways) / len(ways)))'
-    wait "$p" 2>/dev/null
+    wait "$ORBTEST_SERVER_PID" 2>/dev/null
 }
 
 # orbtest_mpi_agent: an rsh agent for mpirun that enters the namespace named as the host.
