@@ -421,13 +421,13 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
                           size_t errlen)
 {
-    for (int i = 0; i < nops; i++)
-        for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++) {
+    for (int i = 0; i < nops; i++) { /* only the plan's lanes: nothing reads the others */
+        for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
             ops[i].step[ch] = ops[i].done[ch] = 0;
             ops[i].cma_conn[ch] = NULL;
         }
-    for (int i = 0; i < nops; i++)
         ops[i].sync_sent = ops[i].sync_recvd = 0;
+    }
 
     int waiting[64];
     double idle_since = 0, last_check = 0;

@@ -87,7 +87,9 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
                    shape == ORB_COLL_ALLTOALL || shape == ORB_COLL_SCATTER)
                       ? (size_t)c->nranks
                       : 1;
-    if (k->count > SIZE_MAX / esz / mult || maxn > SIZE_MAX / esz)
+    size_t total; /* no division: this is every call's path, and a 64-bit divide is slow */
+    if (__builtin_mul_overflow(k->count, esz, &total) || __builtin_mul_overflow(total, mult, &total) ||
+        __builtin_mul_overflow(maxn, esz, &total))
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: count=%zu of %s overflows the address space", fn, r,
                              k->count, orb_dtype_name(k->dtype));
     const int vector = orb_coll_vector(k->coll);

@@ -29,7 +29,7 @@
 
 #ifdef ORB_CUDA_EMU
 /* The CPU emulator (tools/cuda_emu) has no driver API and no contexts: its runtime answers. */
-int orb_cuda_is_device_ptr(const void *p)
+static int is_device_ptr(const void *p)
 {
     struct cudaPointerAttributes a;
     if (!p)
@@ -40,6 +40,8 @@ int orb_cuda_is_device_ptr(const void *p)
     }
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
+
+int orb_cuda_any_device_ptr(const void *a, const void *b) { return is_device_ptr(a) || is_device_ptr(b); }
 #else
 /* Every host collective asks this, so it must not create a CUDA context on a machine with a
  * GPU (seconds and hundreds of MiB per process). A process that never loaded libcuda cannot
@@ -64,26 +66,32 @@ static unsigned long long loader_generation(void)
     return adds;
 }
 
-int orb_cuda_is_device_ptr(const void *p)
+/* The driver's entry point, or NULL while libcuda is not loaded: then no pointer can be
+ * device memory. The loader lock (dl_iterate_phdr) is the cost of asking, once a call. */
+static pointer_attr_fn driver_attr(void)
 {
     static unsigned long long no_cuda_at = ~0ull; /* loader generation when libcuda was absent */
-    if (!p)
-        return 0;
     pointer_attr_fn f = __atomic_load_n(&pointer_attr, __ATOMIC_ACQUIRE);
     if (!f) {
         unsigned long long gen = loader_generation();
         if (gen == __atomic_load_n(&no_cuda_at, __ATOMIC_RELAXED))
-            return 0;
+            return NULL;
         void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); /* never loads it */
         if (!h) {
             __atomic_store_n(&no_cuda_at, gen, __ATOMIC_RELAXED);
-            return 0;
+            return NULL;
         }
         f = (pointer_attr_fn)dlsym(h, "cuPointerGetAttribute"); /* h stays open: f must stay valid */
-        if (!f)
-            return 0;
-        __atomic_store_n(&pointer_attr, f, __ATOMIC_RELEASE);
+        if (f)
+            __atomic_store_n(&pointer_attr, f, __ATOMIC_RELEASE);
     }
+    return f;
+}
+
+static int is_device_ptr(pointer_attr_fn f, const void *p)
+{
+    if (!p)
+        return 0;
     unsigned int type = 0;
     CUresult rc = f(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
     if (rc == CUDA_SUCCESS)
@@ -96,6 +104,14 @@ int orb_cuda_is_device_ptr(const void *p)
         return 0;
     }
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+int orb_cuda_any_device_ptr(const void *a, const void *b)
+{
+    if (!a && !b)
+        return 0;
+    pointer_attr_fn f = driver_attr();
+    return f && (is_device_ptr(f, a) || is_device_ptr(f, b));
 }
 #endif
 

@@ -6,8 +6,9 @@
 
 #include "comm/coll_call.h"
 
-/* 1 if p is device (or managed) memory; 0 for host memory or without CUDA. */
-int orb_cuda_is_device_ptr(const void *p);
+/* 1 if a or b (either may be NULL) is device (or managed) memory; 0 for host memory or
+ * without CUDA. Both at once: in a host-only process one look at the loader answers both. */
+int orb_cuda_any_device_ptr(const void *a, const void *b);
 
 /* Device calls p[0..n), of one communicator or several: sets the device path of every
  * communicator up that has none yet (collective; side by side when one thread drives

@@ -2,6 +2,7 @@
  * handle, every argument), planned (the plan cache, comm_plan.c) and signed (its sequence
  * number) once, here, then run by the host executor (coll_host.c) or the device executor
  * (coll_cuda.c), or queued inside orb_group_start/end in one queue for both. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,34 @@ typedef struct {
 static _Thread_local int group_depth;
 static _Thread_local queued_t *group_q;
 static _Thread_local int group_n, group_cap;
+/* The last group's queue, kept with its plans' step arrays for the next group: a grouped send
+ * and recv (every ring shift) would otherwise allocate and free on every call. Freed when the
+ * thread exits (a key's destructor; the main thread's stays reachable to the end). */
+static _Thread_local queued_t *spare_q;
+static _Thread_local int spare_cap;
+static pthread_key_t spare_key;
+static int spare_key_ok;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void queue_free(queued_t *q, int cap)
+{
+    for (int i = 0; i < cap; i++)
+        orb_plan_free(&q[i].plan);
+    free(q);
+}
+
+static void spare_release(void *unused)
+{
+    (void)unused;
+    queue_free(spare_q, spare_cap);
+    spare_q = NULL;
+    spare_cap = 0;
+}
+
+static void spare_key_create(void)
+{
+    spare_key_ok = pthread_key_create(&spare_key, spare_release) == 0; /* else no spares are kept */
+}
 
 int orb_group_open(void) { return group_depth > 0; }
 
@@ -126,24 +155,28 @@ orb_status_t orb_group_start(void)
     return ORB_OK;
 }
 
+/* A copy the group owns (the cache may evict its plan while the group is open), in the step
+ * arrays dst already has where they are large enough. */
 static orb_status_t plan_copy(orb_plan_t *dst, const orb_plan_t *src)
 {
+    orb_lane_t keep[ORB_MAX_CHANNELS];
+    memcpy(keep, dst->lanes, sizeof keep);
     *dst = *src;
+    memcpy(dst->lanes, keep, sizeof keep);
     for (int ch = 0; ch < ORB_MAX_CHANNELS; ch++) {
-        dst->lanes[ch].steps = NULL;
-        dst->lanes[ch].cap = dst->lanes[ch].nsteps = 0;
-    }
-    for (int ch = 0; ch < src->nlanes; ch++) {
-        size_t n = src->lanes[ch].nsteps;
-        if (!n)
-            continue;
-        dst->lanes[ch].steps = malloc(n * sizeof(orb_step_t));
-        if (!dst->lanes[ch].steps) {
-            orb_plan_free(dst);
-            return ORB_ERR_NO_MEMORY;
+        orb_lane_t *l = &dst->lanes[ch];
+        const size_t n = ch < src->nlanes ? src->lanes[ch].nsteps : 0;
+        l->nsteps = 0;
+        if (n > l->cap) {
+            orb_step_t *s = realloc(l->steps, n * sizeof *s);
+            if (!s)
+                return ORB_ERR_NO_MEMORY;
+            l->steps = s;
+            l->cap = n;
         }
-        memcpy(dst->lanes[ch].steps, src->lanes[ch].steps, n * sizeof(orb_step_t));
-        dst->lanes[ch].nsteps = dst->lanes[ch].cap = n;
+        if (n)
+            memcpy(l->steps, src->lanes[ch].steps, n * sizeof *l->steps);
+        l->nsteps = n;
     }
     return ORB_OK;
 }
@@ -151,12 +184,19 @@ static orb_status_t plan_copy(orb_plan_t *dst, const orb_plan_t *src)
 static orb_status_t enqueue(orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
+    if (!group_q && spare_q) { /* the last group's queue, step arrays and all */
+        group_q = spare_q;
+        group_cap = spare_cap;
+        spare_q = NULL;
+        spare_cap = 0;
+    }
     if (group_n == group_cap) {
         int ncap = group_cap ? 2 * group_cap : 16;
         queued_t *q = realloc(group_q, sizeof *q * (size_t)ncap);
         if (!q)
             return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                                  orb_coll_fn_name(p->a.coll), c->rank);
+        memset(q + group_cap, 0, sizeof *q * (size_t)(ncap - group_cap)); /* no step arrays yet */
         group_q = q;
         group_cap = ncap;
     }
@@ -289,17 +329,23 @@ orb_status_t orb_group_end(void)
     if (--group_depth > 0)
         return ORB_OK;
     queued_t *q = group_q;
-    int n = group_n;
-    group_q = NULL;
+    int n = group_n, cap = group_cap;
+    group_q = NULL; /* whatever runs the group starts from an empty queue */
     group_n = group_cap = 0;
     orb_status_t st = n ? run_group(q, n) : ORB_OK;
     for (int i = 0; i < n; i++) /* one verdict for the whole group */
         orb_comm_trace_end(q[i].p.comm, &q[i].mark, st);
     for (int i = 0; st != ORB_OK && i < n; i++)
         orb_comm_trace_failed(q[i].p.comm, st);
-    for (int i = 0; i < n; i++)
-        orb_plan_free(&q[i].plan);
-    free(q);
+    for (int i = 0; i < n; i++) /* the next group's plans will live at these addresses */
+        orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
+    pthread_once(&spare_once, spare_key_create);
+    if (!spare_q && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {
+        spare_q = q;
+        spare_cap = cap;
+    } else {
+        queue_free(q, cap);
+    }
     return st;
 }
 
@@ -317,7 +363,7 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
     p.stream = stream;
     p.in = k->sendbuf;
     p.out = k->recvbuf;
-    p.device = stream || orb_cuda_is_device_ptr(k->sendbuf) || orb_cuda_is_device_ptr(k->recvbuf);
+    p.device = stream || orb_cuda_any_device_ptr(k->sendbuf, k->recvbuf);
     st = orb_call_validate(comm, &p.a, &p.in_count, &p.out_count);
     if (st != ORB_OK)
         return st;

@@ -25,15 +25,23 @@ static size_t scratch_need(const orb_prepared_t *p)
     return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_size(p->a.dtype));
 }
 
-/* Built in place: an operation is some 260 bytes, and this is every call's path. */
+/* Field by field, not zeroed whole: an operation is some 450 bytes, most of them per-lane
+ * progress that orb_exec_run sets for the lanes the plan has, and this is every call's path. */
 static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *op)
 {
-    *op = (orb_exec_op_t){
-        .plan = p->plan, .in = p->in, .out = p->out, .dtype = p->a.dtype,
-        .op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op, .postdiv = p->a.op == ORB_AVG ? c->nranks : 0,
-        .sig = p->sig, .sync_next = p->sync_next, .sync_prev = p->sync_prev, .trace_id = p->trace_id,
-        .stream_out = p->plan->out_count * orb_dtype_size(p->a.dtype) >= orb_comm_stream_bytes(),
-    };
+    op->plan = p->plan;
+    op->in = p->in;
+    op->out = p->out;
+    op->scratch = NULL;
+    op->dtype = p->a.dtype;
+    op->op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op;
+    op->postdiv = p->a.op == ORB_AVG ? c->nranks : 0;
+    op->sig = p->sig;
+    op->sync_next = p->sync_next;
+    op->sync_prev = p->sync_prev;
+    op->trace_id = p->trace_id;
+    op->stream_out = p->plan->out_count * orb_dtype_size(p->a.dtype) >= orb_comm_stream_bytes();
+    op->cma_in = op->cma_out = 0;
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
         op->dtype = ORB_UINT8;
