@@ -41,7 +41,23 @@ typedef struct {
     orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
     uint64_t cma_pos[ORB_MAX_CHANNELS];
     int sync_sent, sync_recvd;
+    /* The handshake's piece from sync_prev may stay due after the call (env->due): set for
+     * rooted calls, whose senders otherwise wait a hop for a neighbour that has nothing to
+     * send them. */
+    int sync_defer;
 } orb_exec_op_t;
+
+/* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on
+ * channel 0. The next run takes them before anything else from that peer on that channel and
+ * does not end before every one is in and agrees: a rank that disagreed is found at the next
+ * call at the latest (a rank returns ORB_OK only if every piece it received carried its own
+ * signature, as before). One call's worth at most: a call defers only with none left due. */
+#define ORB_EXEC_DUE_MAX 8
+typedef struct {
+    int n;
+    int peer[ORB_EXEC_DUE_MAX];
+    orb_slot_hdr_t sig[ORB_EXEC_DUE_MAX];
+} orb_exec_due_t;
 
 /* A piece smaller than a page is cheaper to copy through a slot than to read with a system call. */
 #define ORB_CMA_MIN_PIECE 4096
@@ -69,8 +85,10 @@ typedef struct {
     /* ORBIT_TRACE_STEPS: each finished step is recorded here (NULL: off); its `time` has room
      * for the operations of the run */
     orb_trace_steps_t *trace;
+    orb_exec_due_t *due; /* NULL: every call waits for its handshake */
 } orb_exec_env_t;
 
+/* Runs ops[0..nops) to the end (nops may be 0: only what is due, env->due). */
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
                           size_t errlen);
 

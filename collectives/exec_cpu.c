@@ -70,14 +70,14 @@ static int conn_free_for(const orb_exec_op_t *ops, int i, int ch, int peer, int 
     return 1;
 }
 
-static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_exec_op_t *o,
+static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_slot_hdr_t *sig,
                                    const orb_slot_hdr_t *got, size_t want_bytes, int peer, char *err,
                                    size_t errlen)
 {
     char mine[160], theirs[160], msg[512];
-    orb_exec_describe_sig(&o->sig, mine, sizeof mine);
+    orb_exec_describe_sig(sig, mine, sizeof mine);
     orb_exec_describe_sig(got, theirs, sizeof theirs);
-    if (sig_equal(got, &o->sig))
+    if (sig_equal(got, sig))
         snprintf(err, errlen, "rank %d: %s received a piece of %u bytes from rank %d where it expected %zu: "
                               "the ranks disagree on the algorithm or the pipeline settings "
                               "(ORBIT_ALGO, ORBIT_CHUNK_BYTES, ORBIT_NCHANNELS must match on every rank)",
@@ -92,6 +92,78 @@ static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_exec_op_
     if (env->post_error)
         env->post_error(env->ctx, peer, ORB_ERR_MISMATCH, msg);
     return ORB_ERR_MISMATCH;
+}
+
+/* Is a handshake piece of an earlier call still due from peer (channel 0)? It comes first. */
+static int due_from(const orb_exec_env_t *env, int peer)
+{
+    const orb_exec_due_t *d = env->due;
+    for (int i = 0; d && i < d->n; i++)
+        if (d->peer[i] == peer)
+            return 1;
+    return 0;
+}
+
+/* Takes the due handshake pieces that are in, each peer's in order. Returns how many it took
+ * (>= 0) or a negative status; the peers still owing one go to waiting. */
+static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *err, size_t errlen)
+{
+    orb_exec_due_t *d = env->due;
+    int taken = 0;
+    for (int i = 0; i < d->n;) {
+        int behind = 0; /* an earlier entry of the same peer goes first */
+        for (int j = 0; j < i; j++)
+            behind |= d->peer[j] == d->peer[i];
+        if (!behind) {
+            orb_conn_t *rc = &env->recv[(size_t)d->peer[i] * (size_t)env->nchannels];
+            orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+            if (rh) {
+                if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[i]))
+                    return piece_mismatch(env, &d->sig[i], rh, 0, d->peer[i], err, errlen);
+                rc->ops->recv_release(rc);
+                d->n--;
+                memmove(&d->peer[i], &d->peer[i + 1], (size_t)(d->n - i) * sizeof d->peer[0]);
+                memmove(&d->sig[i], &d->sig[i + 1], (size_t)(d->n - i) * sizeof d->sig[0]);
+                taken++;
+                continue; /* entry i is the next one now */
+            }
+            if (*nwait < 64)
+                waiting[(*nwait)++] = d->peer[i];
+        }
+        i++;
+    }
+    return taken;
+}
+
+/* All of the run is done but handshake pieces that may stay due (sync_defer, sent already):
+ * leave them to the next run and end now. Only when nothing older is due, so a rank is never
+ * more than one call ahead of a neighbour's signature. */
+static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops)
+{
+    orb_exec_due_t *d = env->due;
+    if (!d || d->n)
+        return 0;
+    int k = 0;
+    for (int i = 0; i < nops; i++) {
+        const orb_exec_op_t *o = &ops[i];
+        if (!sync_pending(o))
+            continue;
+        if (!o->sync_defer || !o->sync_sent)
+            return 0;
+        for (int ch = 0; ch < o->plan->nlanes; ch++)
+            if (o->step[ch] < o->plan->lanes[ch].nsteps || o->cma_conn[ch])
+                return 0;
+        k++;
+    }
+    if (k == 0 || k > ORB_EXEC_DUE_MAX)
+        return 0;
+    for (int i = 0; i < nops; i++) /* the others are done, or the run would not be here */
+        if (sync_pending(&ops[i])) {
+            d->peer[d->n] = ops[i].sync_prev;
+            d->sig[d->n] = ops[i].sig;
+            d->n++;
+        }
+    return 1;
 }
 
 /* The handshake: returns pieces moved (>= 0) or a negative status. */
@@ -118,12 +190,15 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 0;
         }
     }
-    if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
+    if (!o->sync_recvd && due_from(env, o->sync_prev)) {
+        b->peer = o->sync_prev;
+        b->for_data = 1;
+    } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
         orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
         if (rh) {
             if (rh->nbytes != 0 || !sig_equal(rh, &o->sig))
-                return piece_mismatch(env, o, rh, 0, o->sync_prev, err, errlen);
+                return piece_mismatch(env, &o->sig, rh, 0, o->sync_prev, err, errlen);
             rc->ops->recv_release(rc);
             o->sync_recvd = 1;
             moved++;
@@ -221,6 +296,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 break;
             }
         }
+        if (ch == 0 && rc && due_from(env, s->recv_peer)) { /* an earlier call's handshake is ahead */
+            b->peer = s->recv_peer;
+            b->for_data = 1;
+            break;
+        }
         if (nops > 1) {
             if ((rc && !conn_free_for(ops, i, ch, s->recv_peer, 0)) ||
                 (sc && !conn_free_for(ops, i, ch, s->send_peer, 1))) {
@@ -240,7 +320,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             break;
         }
         if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
-            return piece_mismatch(env, o, rh, n * esz, s->recv_peer, err, errlen);
+            return piece_mismatch(env, &o->sig, rh, n * esz, s->recv_peer, err, errlen);
         /* A plain send of a large piece from a buffer this call never writes goes as its
          * address, when the receiver can read us and this lane's previous such piece went
          * the same way or was read already (one pending connection a lane). */
@@ -331,6 +411,12 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
                              size_t len)
 {
     size_t n = 0;
+    for (int i = 0; env->due && i < env->due->n && n < len; i++) {
+        char sig[160];
+        orb_exec_describe_sig(&env->due->sig[i], sig, sizeof sig);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s (an earlier call): signature handshake waits for rank %d",
+                              n ? "; " : "", sig, env->due->peer[i]);
+    }
     for (int i = 0; i < nops && n < len; i++) {
         const orb_exec_op_t *o = &ops[i];
         char sig[160];
@@ -383,6 +469,13 @@ static void cma_pending(orb_exec_op_t *o, int ch, int *unfinished, int *waiting,
 static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int *moved, int *unfinished,
                              int *waiting, int *nwait, char *err, size_t errlen)
 {
+    if (env->due && env->due->n) {
+        int m = drain_due(env, waiting, nwait, err, errlen);
+        if (m < 0)
+            return (orb_status_t)m;
+        *moved += m;
+        *unfinished += env->due->n;
+    }
     for (int i = 0; i < nops; i++) {
         if (sync_pending(&ops[i])) {
             blocked_t b;
@@ -438,7 +531,7 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
         orb_status_t pst = one_pass(env, ops, nops, &moved, &unfinished, waiting, &nwait, err, errlen);
         if (pst != ORB_OK)
             return pst;
-        if (!unfinished)
+        if (!unfinished || defer_rest(env, ops, nops))
             return ORB_OK;
         if (moved) {
             idle_passes = 0;

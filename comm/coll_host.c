@@ -42,6 +42,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->trace_id = p->trace_id;
     op->stream_out = p->plan->out_count * orb_dtype_size(p->a.dtype) >= orb_comm_stream_bytes();
     op->cma_in = op->cma_out = 0;
+    op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
         op->dtype = ORB_UINT8;
@@ -96,7 +97,8 @@ static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_e
     }
 }
 
-orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
+/* Not broken, not aborted, no error posted by a peer: the communicator may run calls. */
+static orb_status_t usable(struct orb_comm *c)
 {
     if (c->broken)
         return orb_comm_fail(c, c->broken, "rank %d: the communicator is unusable after an earlier error "
@@ -110,6 +112,35 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
         c->broken = posted;
         return orb_comm_fail(c, posted, "%s", err);
     }
+    return ORB_OK;
+}
+
+static orb_status_t run_failed(struct orb_comm *c, orb_status_t st, const char *err)
+{
+    c->broken = st;
+    if (st == ORB_ERR_PEER_LOST || st == ORB_ERR_ABORTED)
+        atomic_store(&c->async_error, st);
+    return orb_comm_fail(c, st, "%s", err);
+}
+
+orb_status_t orb_host_settle(struct orb_comm *c)
+{
+    if (!c->due.n)
+        return ORB_OK;
+    orb_status_t st = usable(c);
+    if (st != ORB_OK)
+        return st;
+    char err[ORB_ERRMSG_BYTES];
+    st = orb_exec_run(&c->env, NULL, 0, err, sizeof err);
+    return st == ORB_OK ? ORB_OK : run_failed(c, st, err);
+}
+
+orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
+{
+    orb_status_t ust = usable(c);
+    if (ust != ORB_OK)
+        return ust;
+    char err[ORB_ERRMSG_BYTES];
 
     orb_exec_op_t few[4]; /* a call, or a small group's: no allocation on the latency path */
     orb_exec_op_t *ops = n <= 4 ? few : malloc(sizeof *ops * (size_t)n);
@@ -146,11 +177,5 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (ops != few)
         free(ops);
-    if (st != ORB_OK) {
-        c->broken = st;
-        if (st == ORB_ERR_PEER_LOST || st == ORB_ERR_ABORTED)
-            atomic_store(&c->async_error, st);
-        return orb_comm_fail(c, st, "%s", err);
-    }
-    return ORB_OK;
+    return st == ORB_OK ? ORB_OK : run_failed(c, st, err);
 }

@@ -74,6 +74,7 @@ struct orb_comm {
     uint64_t plan_clock;
     orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];
     orb_exec_env_t env;
+    orb_exec_due_t due; /* handshake pieces rooted calls returned without (env.due) */
     _Atomic int aborted;
     _Atomic int async_error;
     orb_status_t broken; /* set by a failure that leaves the FIFOs in an unknown state */

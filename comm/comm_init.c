@@ -333,8 +333,11 @@ orb_status_t orb_comm_destroy(orb_comm_t comm)
     orb_status_t st = orb_comm_check_handle(comm, "orb_comm_destroy");
     if (st != ORB_OK)
         return st;
+    /* The last rooted call's neighbours may not have answered yet: a disagreement there is
+     * still reported, here (its message names that call). */
+    st = orb_host_settle(comm);
     orb_comm_live_remove(comm);
     orb_cuda_comm_destroy(comm);
     orb_comm_free(comm);
-    return ORB_OK;
+    return st;
 }
