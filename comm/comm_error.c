@@ -5,6 +5,7 @@
  * else on the calling thread (orb_set_thread_error). Inner layers report through err/errlen
  * out-parameters that the comm layer wraps into one of the two. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,12 @@ orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt,
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct orb_comm **live;
 static size_t nlive, caplive;
+/* Moves on every removal. A thread remembers the last handle it found live and the epoch it
+ * found it in: while no communicator was destroyed since, that handle is still live, and every
+ * call is spared the global lock (about a tenth of an 8-byte call's time on the front end). */
+static _Atomic unsigned long live_epoch;
+static _Thread_local const struct orb_comm *seen_live;
+static _Thread_local unsigned long seen_epoch;
 
 int orb_comm_live_add(struct orb_comm *c)
 {
@@ -76,6 +83,7 @@ void orb_comm_live_remove(struct orb_comm *c)
             live[i] = live[--nlive];
             break;
         }
+    atomic_fetch_add_explicit(&live_epoch, 1, memory_order_release);
     pthread_mutex_unlock(&live_lock);
 }
 
@@ -89,10 +97,16 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c))
 
 static int is_live(const struct orb_comm *c)
 {
+    if (c == seen_live && atomic_load_explicit(&live_epoch, memory_order_acquire) == seen_epoch)
+        return 1;
     int found = 0;
     pthread_mutex_lock(&live_lock);
     for (size_t i = 0; i < nlive && !found; i++)
         found = live[i] == c;
+    if (found) {
+        seen_live = c;
+        seen_epoch = atomic_load_explicit(&live_epoch, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&live_lock);
     return found;
 }
