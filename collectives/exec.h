@@ -45,6 +45,11 @@ typedef struct {
      * rooted calls, whose senders otherwise wait a hop for a neighbour that has nothing to
      * send them. */
     int sync_defer;
+    /* Set by orb_exec_run: the handshake rides on lane 0's first piece (ORB_PIECE_SYNC)
+     * instead of a piece of its own, where that piece goes to sync_next before the lane
+     * receives anything (so no rank waits for it on a handshake of its own) and the run has
+     * this call alone. */
+    int sync_merge;
 } orb_exec_op_t;
 
 /* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on

@@ -174,7 +174,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     const size_t nch = (size_t)env->nchannels;
     int moved = 0;
     b->peer = -1;
-    if (!o->sync_sent && (nops == 1 || conn_free_for(ops, i, 0, o->sync_next, 1))) {
+    if (!o->sync_sent && !o->sync_merge && (nops == 1 || conn_free_for(ops, i, 0, o->sync_next, 1))) {
         orb_conn_t *sc = &env->send[(size_t)o->sync_next * nch];
         orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
         if (sh) {
@@ -196,7 +196,12 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
         orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-        if (rh) {
+        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: checked here, left for the lane */
+            if (!sig_equal(rh, &o->sig))
+                return piece_mismatch(env, &o->sig, rh, rh->nbytes, o->sync_prev, err, errlen);
+            o->sync_recvd = 1;
+            moved++;
+        } else if (rh) {
             if (rh->nbytes != 0 || !sig_equal(rh, &o->sig))
                 return piece_mismatch(env, &o->sig, rh, 0, o->sync_prev, err, errlen);
             rc->ops->recv_release(rc);
@@ -290,7 +295,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
          * the handshake, or in the signature of the first piece. */
         if (ch == 0 && o->sync_next >= 0) {
             const int recv_first = rc && !o->sync_recvd && s->recv_peer == o->sync_prev;
-            if (recv_first || (sc && !o->sync_sent && s->send_peer == o->sync_next)) {
+            if (recv_first || (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next)) {
                 b->peer = recv_first ? o->sync_prev : o->sync_next;
                 b->for_data = recv_first;
                 break;
@@ -386,6 +391,10 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             if (remote) {
                 sh->flags = ORB_PIECE_REMOTE;
                 sh->addr = (uint64_t)(uintptr_t)src;
+            }
+            if (ch == 0 && o->sync_merge && !o->sync_sent) { /* lane 0's first piece, to sync_next */
+                sh->flags |= ORB_PIECE_SYNC;
+                o->sync_sent = 1;
             }
             sc->ops->send_post(sc);
             if (remote) {
@@ -515,11 +524,16 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
                           size_t errlen)
 {
     for (int i = 0; i < nops; i++) { /* only the plan's lanes: nothing reads the others */
-        for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
-            ops[i].step[ch] = ops[i].done[ch] = 0;
-            ops[i].cma_conn[ch] = NULL;
+        orb_exec_op_t *o = &ops[i];
+        for (int ch = 0; ch < o->plan->nlanes; ch++) {
+            o->step[ch] = o->done[ch] = 0;
+            o->cma_conn[ch] = NULL;
         }
-        ops[i].sync_sent = ops[i].sync_recvd = 0;
+        o->sync_sent = o->sync_recvd = 0;
+        const orb_step_t *first = o->plan->nlanes && o->plan->lanes[0].nsteps ? &o->plan->lanes[0].steps[0] : NULL;
+        const unsigned props = first ? orb_step_props(first->kind) : 0;
+        o->sync_merge = nops == 1 && o->sync_next >= 0 && (props & ORB_STEP_SENDS) && !(props & ORB_STEP_RECVS) &&
+                        first->send_peer == o->sync_next && first->count > 0;
     }
 
     int waiting[64];

@@ -16,12 +16,14 @@ typedef struct {
     uint32_t nbytes; /* payload bytes of this piece */
     uint32_t step;   /* step index in the sender's lane (diagnostics) */
     int32_t sender;
-    uint32_t flags; /* ORB_PIECE_REMOTE: no payload; the data is at addr in the sender */
+    uint32_t flags; /* ORB_PIECE_REMOTE: no payload; the data is at addr in the sender.
+                     * ORB_PIECE_SYNC: the call's signature handshake rides on this piece */
     uint64_t addr;
     uint32_t pad[2];
 } orb_slot_hdr_t;
 
 #define ORB_PIECE_REMOTE 1u
+#define ORB_PIECE_SYNC 2u
 
 #ifdef __cplusplus
 static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");
