@@ -196,9 +196,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
         orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: checked here, left for the lane */
-            if (!sig_equal(rh, &o->sig))
-                return piece_mismatch(env, &o->sig, rh, rh->nbytes, o->sync_prev, err, errlen);
+        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: the lane takes it and checks it */
             o->sync_recvd = 1;
             moved++;
         } else if (rh) {
