@@ -166,6 +166,17 @@ static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
     return 1;
 }
 
+/* Does lane 0 receive from peer at all? A rank whose plan does not would leave a piece of data
+ * that carries the handshake where it is, and return: its caller disagrees with the sender. */
+static int lane0_takes_from(const orb_exec_op_t *o, int peer)
+{
+    const orb_lane_t *l = o->plan->nlanes ? &o->plan->lanes[0] : NULL;
+    for (size_t i = 0; l && i < l->nsteps; i++)
+        if ((orb_step_props(l->steps[i].kind) & ORB_STEP_RECVS) && l->steps[i].recv_peer == peer)
+            return 1;
+    return 0;
+}
+
 /* The handshake: returns pieces moved (>= 0) or a negative status. */
 static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, blocked_t *b, char *err,
                          size_t errlen)
@@ -196,7 +207,9 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
         orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: the lane takes it and checks it */
+        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: lane 0 takes it and checks it */
+            if (!lane0_takes_from(o, o->sync_prev))
+                return piece_mismatch(env, &o->sig, rh, 0, o->sync_prev, err, errlen);
             o->sync_recvd = 1;
             moved++;
         } else if (rh) {
