@@ -92,6 +92,9 @@ orb_status_t orb_comm_init_rank(orb_comm_t *comm, int nranks, orb_unique_id_t id
 orb_status_t orb_comm_init_env(orb_comm_t *comm);
 /* Several ranks as threads of one process, one per entry of devices (NULL: host). */
 orb_status_t orb_comm_init_all(orb_comm_t *comms, int ndev, const int *devices);
+/* Frees a live comm, whatever it returns. It first takes the signature handshakes the last rooted
+ * call left due (docs/errors.md): ORB_ERR_MISMATCH if a neighbour disagreed with that call
+ * (the text in orb_comm_last_error(NULL)). */
 orb_status_t orb_comm_destroy(orb_comm_t comm);
 /* Safe from any thread; every blocked or later call on comm returns ORB_ERR_ABORTED. */
 orb_status_t orb_comm_abort(orb_comm_t comm);
