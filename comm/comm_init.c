@@ -334,8 +334,10 @@ orb_status_t orb_comm_destroy(orb_comm_t comm)
     if (st != ORB_OK)
         return st;
     /* The last rooted call's neighbours may not have answered yet: a disagreement there is
-     * still reported, here (its message names that call). */
-    st = orb_host_settle(comm);
+     * still reported, here (its message names that call). A communicator that failed or was
+     * aborted has reported already. */
+    if (!comm->broken && !atomic_load(&comm->aborted))
+        st = orb_host_settle(comm);
     orb_comm_live_remove(comm);
     orb_cuda_comm_destroy(comm);
     orb_comm_free(comm);
