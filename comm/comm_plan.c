@@ -19,11 +19,18 @@ static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b, int nrank
 orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
                            char *why, size_t whylen)
 {
+    orb_plan_cache_entry_t *last = &c->cache[c->plan_last];
+    if (last->valid && key_equal(&last->key, key, c->nranks)) {
+        last->used = ++c->plan_clock;
+        *entry = last;
+        return ORB_OK;
+    }
     int victim = 0;
     for (int i = 0; i < ORB_PLAN_CACHE; i++) {
         orb_plan_cache_entry_t *e = &c->cache[i];
         if (e->valid && key_equal(&e->key, key, c->nranks)) {
             e->used = ++c->plan_clock;
+            c->plan_last = i;
             *entry = e;
             return ORB_OK;
         }
@@ -73,6 +80,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
     e->valid = 1;
     e->used = ++c->plan_clock;
+    c->plan_last = victim;
     *entry = e;
     return ORB_OK;
 }
