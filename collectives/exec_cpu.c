@@ -144,20 +144,20 @@ static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
     if (!d || d->n)
         return 0;
     int k = 0;
-    for (int i = 0; i < nops; i++) {
+    for (int i = 0; i < nops; i++) { /* every lane of every call done, every handshake sent */
         const orb_exec_op_t *o = &ops[i];
+        for (int ch = 0; ch < o->plan->nlanes; ch++)
+            if (o->step[ch] < o->plan->lanes[ch].nsteps || o->cma_conn[ch])
+                return 0;
         if (!sync_pending(o))
             continue;
         if (!o->sync_defer || !o->sync_sent)
             return 0;
-        for (int ch = 0; ch < o->plan->nlanes; ch++)
-            if (o->step[ch] < o->plan->lanes[ch].nsteps || o->cma_conn[ch])
-                return 0;
         k++;
     }
     if (k == 0 || k > ORB_EXEC_DUE_MAX)
         return 0;
-    for (int i = 0; i < nops; i++) /* the others are done, or the run would not be here */
+    for (int i = 0; i < nops; i++)
         if (sync_pending(&ops[i])) {
             d->peer[d->n] = ops[i].sync_prev;
             d->sig[d->n] = ops[i].sig;
@@ -201,7 +201,10 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 0;
         }
     }
-    if (!o->sync_recvd && due_from(env, o->sync_prev)) {
+    if (!o->sync_recvd && o->sync_merge && !o->sync_sent) {
+        /* ours rides on lane 0's first piece, which goes later in this pass: out before
+         * looking at the neighbour's, so that a disagreement reaches both ends */
+    } else if (!o->sync_recvd && due_from(env, o->sync_prev)) {
         b->peer = o->sync_prev;
         b->for_data = 1;
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {

@@ -6,11 +6,15 @@
  * Inputs are int32 values built from (rank, call, element), so every expected output is
  * computed here exactly, independently of orbit. Each rank judges only its own outputs,
  * prints "rank R: N passed, N failed" and exits 1 on a failure of its own.
- *   orbitrun -n N test_group [ROUNDS]   (ORBIT_ALGO picks the plans, as everywhere) */
+ *   orbitrun -n N test_group [ROUNDS] [LATE_MS]   (ORBIT_ALGO picks the plans, as everywhere)
+ * LATE_MS: every rank but 0 enters each group that much later, so rank 0's rooted calls that
+ * only send (it sends to gather's last rank, reduce's chain) are done, their neighbour's
+ * handshake still due, long before its other calls can end: the group must not end then. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orbit.h"
 
@@ -113,7 +117,7 @@ static void check(int round, int k, const int32_t *out, size_t out_n, size_t n)
 
 int main(int argc, char **argv)
 {
-    const int rounds = argc > 1 ? atoi(argv[1]) : 3;
+    const int rounds = argc > 1 ? atoi(argv[1]) : 3, late_ms = argc > 2 ? atoi(argv[2]) : 0;
     orb_comm_t comm;
     orb_status_t st = orb_comm_init_env(&comm);
     if (st != ORB_OK) {
@@ -139,6 +143,8 @@ int main(int argc, char **argv)
             for (size_t i = 0; i <= out_n[k]; i++)
                 out[k][i] = -7; /* the element past the output must stay so */
         }
+        if (rank != 0 && late_ms > 0)
+            usleep((useconds_t)late_ms * 1000);
         orb_group_start();
         orb_allreduce(in[ALLREDUCE], out[ALLREDUCE], n[ALLREDUCE], ORB_INT32, ORB_SUM, comm, NULL);
         orb_reduce(in[REDUCE_SUM], out[REDUCE_SUM], n[REDUCE_SUM], ORB_INT32, ORB_SUM, root_of(REDUCE_SUM), comm, NULL);
