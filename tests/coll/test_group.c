@@ -146,11 +146,15 @@ int main(int argc, char **argv)
         if (rank != 0 && late_ms > 0)
             usleep((useconds_t)late_ms * 1000);
         orb_group_start();
+        if (late_ms > 0) /* first a call rank 0 only sends in: done long before the others */
+            orb_gather(in[GATHER_LAST], out[GATHER_LAST], n[GATHER_LAST], ORB_INT32, root_of(GATHER_LAST), comm, NULL);
         orb_allreduce(in[ALLREDUCE], out[ALLREDUCE], n[ALLREDUCE], ORB_INT32, ORB_SUM, comm, NULL);
         orb_reduce(in[REDUCE_SUM], out[REDUCE_SUM], n[REDUCE_SUM], ORB_INT32, ORB_SUM, root_of(REDUCE_SUM), comm, NULL);
         orb_gather(in[GATHER_0], out[GATHER_0], n[GATHER_0], ORB_INT32, root_of(GATHER_0), comm, NULL);
         orb_reduce(in[REDUCE_MAX], out[REDUCE_MAX], n[REDUCE_MAX], ORB_INT32, ORB_MAX, root_of(REDUCE_MAX), comm, NULL);
-        orb_gather(in[GATHER_LAST], out[GATHER_LAST], n[GATHER_LAST], ORB_INT32, root_of(GATHER_LAST), comm, NULL);
+        if (late_ms <= 0)
+            orb_gather(in[GATHER_LAST], out[GATHER_LAST], n[GATHER_LAST], ORB_INT32, root_of(GATHER_LAST), comm,
+                       NULL);
         /* broadcast's root sends its input; the others receive into out */
         orb_broadcast(in[BROADCAST], out[BROADCAST], n[BROADCAST], ORB_INT32, root_of(BROADCAST), comm, NULL);
         orb_allgather(in[ALLGATHER], out[ALLGATHER], n[ALLGATHER], ORB_INT32, comm, NULL);
