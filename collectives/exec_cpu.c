@@ -550,6 +550,9 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
                         first->send_peer == o->sync_next && first->count > 0;
     }
 
+    int may_defer = 0; /* a rooted call's handshake may be left due: otherwise no need to ask each pass */
+    for (int i = 0; i < nops; i++)
+        may_defer |= ops[i].sync_defer && ops[i].sync_next >= 0;
     int waiting[64];
     double idle_since = 0, last_check = 0;
     int idle_passes = 0, armed = 0;
@@ -559,7 +562,7 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
         orb_status_t pst = one_pass(env, ops, nops, &moved, &unfinished, waiting, &nwait, err, errlen);
         if (pst != ORB_OK)
             return pst;
-        if (!unfinished || defer_rest(env, ops, nops))
+        if (!unfinished || (may_defer && defer_rest(env, ops, nops)))
             return ORB_OK;
         if (moved) {
             idle_passes = 0;

@@ -69,8 +69,8 @@ int orb_group_open(void);
 /* The host executor (coll_host.c): run calls p[0..n) of one communicator together. */
 orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n);
 /* Waits for the handshake pieces earlier rooted calls returned without (c->due) and checks
- * them: before a device call and when the communicator is destroyed, the places where no
- * host run would. ORB_OK at once when none is due. */
+ * them: where no host run would, before a device call (orb_cuda_admit) and when the
+ * communicator is destroyed. ORB_OK at once when none is due. */
 orb_status_t orb_host_settle(struct orb_comm *c);
 
 #endif

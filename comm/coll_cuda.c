@@ -266,7 +266,13 @@ static orb_status_t setup_all(const orb_prepared_t *p, int n)
 
 orb_status_t orb_cuda_admit(orb_prepared_t *p, int n)
 {
-    orb_status_t st = setup_all(p, n);
+    if (n <= 0)
+        return ORB_OK;
+    orb_status_t st = ORB_OK;
+    for (int i = 0; i < n && st == ORB_OK; i++) /* the device executor does not take due handshakes */
+        st = orb_host_settle(p[i].comm);
+    if (st == ORB_OK)
+        st = setup_all(p, n);
     for (int i = 0; i < n && st == ORB_OK; i++) {
         struct orb_comm *c = p[i].comm;
         struct orb_cuda_state *s = orb_cuda_state_of(c, 0);

@@ -266,9 +266,7 @@ static orb_status_t run_group(queued_t *q, int n)
             mine[nd].plan = &q[i].plan;
             nd++;
         }
-    for (int i = 0; i < nd && st == ORB_OK; i++) /* the device executor does not take due handshakes */
-        st = orb_host_settle(mine[i].comm);
-    if (nd && st == ORB_OK) {
+    if (nd) {
         st = orb_cuda_admit(mine, nd);
         for (int i = 0, j = 0; i < n; i++) /* the device views admit found */
             if (q[i].p.device) {
@@ -375,8 +373,8 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return enqueue(&p);
     /* The device's own checks (and its setup on first use) before the call takes its sequence
      * number: a call refused on one rank leaves that rank's sequence where its peers' is. */
-    if (p.device && ((st = orb_host_settle(comm)) != ORB_OK || (st = orb_cuda_admit(&p, 1)) != ORB_OK))
-        return st; /* the device executor does not take due handshakes: settled first */
+    if (p.device && (st = orb_cuda_admit(&p, 1)) != ORB_OK)
+        return st;
     if ((st = plan_and_sign(&p)) != ORB_OK)
         return st;
     orb_trace_mark_t m;
