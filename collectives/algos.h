@@ -108,6 +108,10 @@ orb_status_t orb_direct_scatter(orb_plan_t *plan);
 orb_status_t orb_direct_alltoall(orb_plan_t *plan);
 orb_status_t orb_direct_alltoallv(orb_plan_t *plan);
 orb_status_t orb_bruck_alltoall(orb_plan_t *plan);
+orb_status_t orb_doubling_allreduce(orb_plan_t *plan); /* all-reduce and barrier */
+/* Sequential exchanges of recursive doubling on nranks: log2 of the largest power of two not
+ * above nranks, plus 2 (the fold in, the result out) when nranks is no power of two. */
+int orb_doubling_rounds(int nranks);
 
 /* Bruck's all-to-all: ceil(log2 n) rounds; round k moves the blocks whose index (distance
  * to their destination) has bit k set: how many that is. */

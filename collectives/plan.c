@@ -16,7 +16,7 @@ static const char *const coll_fn_names[ORB_NUM_COLLS] = {
     ORB_COLL_MAP(COLL_FN_NAME_)
 #undef COLL_FN_NAME_
 };
-static const char *const algo_names[ORB_NUM_ALGOS] = {"ring", "tree", "direct", "hier", "bruck", "ordered"};
+static const char *const algo_names[ORB_NUM_ALGOS] = {"ring", "tree", "direct", "hier", "bruck", "ordered", "doubling"};
 
 const char *orb_coll_name(orb_coll_t coll)
 {
@@ -114,7 +114,7 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
     static const orb_algo_build_fn table[ORB_NUM_COLLS][ORB_NUM_ALGOS] = {
         [ORB_COLL_ALLREDUCE] = {[ORB_ALGO_RING] = orb_ring_allreduce, [ORB_ALGO_TREE] = orb_tree_allreduce,
                                 [ORB_ALGO_HIER] = orb_hier_allreduce, [ORB_ALGO_DIRECT] = orb_direct_allreduce,
-                                [ORB_ALGO_ORDERED] = orb_ordered_reduce},
+                                [ORB_ALGO_ORDERED] = orb_ordered_reduce, [ORB_ALGO_DOUBLING] = orb_doubling_allreduce},
         [ORB_COLL_BROADCAST] = {[ORB_ALGO_RING] = orb_ring_broadcast, [ORB_ALGO_TREE] = orb_tree_broadcast},
         [ORB_COLL_REDUCE] = {[ORB_ALGO_RING] = orb_ring_reduce, [ORB_ALGO_TREE] = orb_tree_reduce,
                              [ORB_ALGO_ORDERED] = orb_ordered_reduce},
@@ -124,7 +124,7 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
                                      [ORB_ALGO_ORDERED] = orb_ordered_reduce},
         [ORB_COLL_SEND] = {[ORB_ALGO_DIRECT] = orb_direct_send},
         [ORB_COLL_RECV] = {[ORB_ALGO_DIRECT] = orb_direct_recv},
-        [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce},
+        [ORB_COLL_BARRIER] = {[ORB_ALGO_RING] = orb_ring_allreduce, [ORB_ALGO_DOUBLING] = orb_doubling_allreduce},
         [ORB_COLL_ALLTOALL] = {[ORB_ALGO_DIRECT] = orb_direct_alltoall, [ORB_ALGO_BRUCK] = orb_bruck_alltoall,
                                [ORB_ALGO_HIER] = orb_hier_alltoall},
         [ORB_COLL_ALLTOALLV] = {[ORB_ALGO_DIRECT] = orb_direct_alltoallv},

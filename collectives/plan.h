@@ -82,6 +82,7 @@ typedef enum {
     ORB_ALGO_HIER,     /* two-level all-reduce: rings inside each host, rings across hosts */
     ORB_ALGO_BRUCK,    /* all-to-all in ceil(log2 n) rounds of packed blocks (small blocks) */
     ORB_ALGO_ORDERED,  /* reductions folded in rank order, bitwise reproducible (ordered.c) */
+    ORB_ALGO_DOUBLING, /* all-reduce in log2 n rounds of pairwise exchanges (small calls) */
     ORB_NUM_ALGOS
 } orb_algo_t;
 
@@ -163,7 +164,7 @@ static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
  * recv-and-send step needs a free outgoing slot: with one slot the cycle is full and
  * stuck. In general a ring needs one slot more than the pieces of a step. The hierarchical
  * all-reduce runs three rings in sequence, so it needs what a ring needs. The exchanges (the
- * direct all-reduce of two ranks, all-to-all's pairs) send before they receive on both sides
+ * direct all-reduce of two ranks, recursive doubling's rounds, all-to-all's pairs) send before they receive on both sides
  * of a pair: a two-rank cycle, the same. Chains, trees and the other direct plans have no
  * such cycle and need one slot whatever the slot size. */
 static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
@@ -173,6 +174,7 @@ static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
                   (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
                    coll == ORB_COLL_REDUCE_SCATTER)) ||
                  ((algo == ORB_ALGO_HIER || algo == ORB_ALGO_DIRECT) && coll == ORB_COLL_ALLREDUCE) ||
+                 algo == ORB_ALGO_DOUBLING ||
                  coll == ORB_COLL_ALLTOALL || coll == ORB_COLL_ALLTOALLV;
     return cyclic ? 2 : 1;
 }

@@ -169,6 +169,8 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return (n - 1) * hop + (2 * n - 3) * K * a + (2 * n - 3) * S / b + chan;
         return (n - 1) * hop + (3 * n - 4) * R * a + (3 * n - 4) / n * S / b + chan;
     }
+    case ORB_ALGO_DOUBLING: /* every chunk through every round, one exchange after the other */
+        return orb_doubling_rounds(nranks) * K * hop + chan;
     default:
         return -1;
     }
@@ -244,6 +246,9 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
                    "c2 = min(c, L*s)";
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
+    case ORB_ALGO_DOUBLING:
+        return "r*K*(alpha + C*c/beta) + (C-1)*alpha, r = log2 p + (2 if n > p), p the largest power of 2 <= n, "
+               "K = ceil(S/(C*c))";
     default:
         return "no plan";
     }
@@ -312,7 +317,7 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     int forced = forced_algo(algo_env);
     const char *no_plan = "ORBIT_ALGO has no plan for this collective; ";
     if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
-        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck, ordered); the tuner "
+        ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck, ordered, doubling); the tuner "
                  "decides", algo_env);
     else if (forced >= 0 && !orb_plan_algo_supported(coll, (orb_algo_t)forced))
         forced = -3; /* told per call in the reason: it depends on the collective */

@@ -31,7 +31,7 @@
 #define ORB_PARAM_STR_MAP(X)                                                                  \
     X(DEBUG, "ORBIT_DEBUG", "WARN", "log level: NONE, WARN, INFO (interface, topology and ring at init, each call's algorithm), TRACE")                     \
     X(TRACE, "ORBIT_TRACE", "", "trace every call of every communicator into this directory (orbit-<comm>-r<rank>.trace, written at destroy, exit and on the first error; merge with orbit-trace DIR)") \
-    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier, bruck, ordered (empty: the tuner decides; reductions on 3 ranks or more in deterministic mode always run ordered)")    \
+    X(ALGO, "ORBIT_ALGO", "", "force an algorithm: ring, tree, direct, hier, bruck, ordered, doubling (empty: the tuner decides; reductions on 3 ranks or more in deterministic mode always run ordered)")    \
     X(SECRET, "ORBIT_SECRET", "", "32 hex digits shared by all ranks for orb_comm_init_env (orbitrun sets it; empty: derived from MASTER_ADDR and MASTER_PORT)") \
     X(SOCKET_CC, "ORBIT_SOCKET_CC", "cubic", "TCP congestion control for orbit's sockets (system, or set but empty: keep the host's default)") \
     X(NET, "ORBIT_NET", "", "transport between hosts: ib (RDMA verbs; init fails where it cannot work), tcp; empty: ib for pairs where both hosts have a working port and the connection test passes, else tcp") \

@@ -57,9 +57,17 @@ static void bounds(void)
 
 static void model(void)
 {
-    /* 4 bytes to 64 ranks: 2*log2(64) tree hops beat 2*63 ring steps */
+    /* 4 bytes to 64 ranks: log2(64) exchanges beat 2*log2(64) + 4 tree hops and 2*63 ring steps */
     orb_tuner_choice_t t = choose(ORB_COLL_ALLREDUCE, 1, 4, 64, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_TREE, "small allreduce on 64 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    CHECK(t.algo == ORB_ALGO_DOUBLING, "small allreduce on 64 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    /* 1 MiB to 64 ranks: each of the 6 exchanges moves all of it, the ring 2/64 of it a step */
+    t = choose(ORB_COLL_ALLREDUCE, 262144, 4, 64, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "1 MiB allreduce on 64 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    /* 7 ranks: 2 + 2 exchanges (the fold in and out) beat the ring's 12 steps */
+    t = choose(ORB_COLL_ALLREDUCE, 2, 4, 7, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_DOUBLING, "small allreduce on 7 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_BARRIER, 0, 1, 8, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_DOUBLING, "barrier on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
     /* 256 MiB on 4 ranks: ring moves 2(n-1)/n S, the trees 3 S */
     t = choose(ORB_COLL_ALLREDUCE, (size_t)1 << 26, 4, 4, 262144, 2);
     CHECK(t.algo == ORB_ALGO_RING && t.nchannels == 2 && t.chunk_elems == 65536,
@@ -139,6 +147,16 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         }
         return t;
     }
+    if (algo == ORB_ALGO_DOUBLING) { /* exchanges with v^1, v^2, ... among p = 2^floor(log2 n); the rest fold */
+        int p = 1, rounds = 0;
+        while (2 * p <= nranks) {
+            p *= 2;
+            rounds++;
+        }
+        if (p < nranks)
+            rounds += 2;
+        return rounds * K * hop + extra;
+    }
     if (algo == ORB_ALGO_ORDERED) /* chains of n-1 hops; rank 1 takes (2n-3)/n folding, (n-1)/n results */
         return coll == ORB_COLL_REDUCE_SCATTER
                    ? (n - 1) * hop + (2 * n - 3) * K * alpha + (2 * n - 3) * S / b + extra
@@ -157,11 +175,12 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
 static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t slot, int maxch, orb_algo_t *algo,
                        double *best)
 {
-    static const orb_algo_t order[] = {ORB_ALGO_RING, ORB_ALGO_TREE, ORB_ALGO_DIRECT, ORB_ALGO_BRUCK};
-    static const int has[ORB_NUM_COLLS][4] = {
-        [ORB_COLL_ALLREDUCE] = {1, 1, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
+    static const orb_algo_t order[] = {ORB_ALGO_RING, ORB_ALGO_TREE, ORB_ALGO_DIRECT, ORB_ALGO_BRUCK,
+                                       ORB_ALGO_DOUBLING};
+    static const int has[ORB_NUM_COLLS][5] = {
+        [ORB_COLL_ALLREDUCE] = {1, 1, 1, 0, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
         [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
-        [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0},
+        [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0, 0, 1},
         [ORB_COLL_ALLTOALL] = {0, 0, 1, 1}, [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
         [ORB_COLL_COMM_SPLIT] = {1, 0, 0}, /* orb_comm_split's exchange: an all-gather */
     };
@@ -169,7 +188,7 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
     int chmax = elems < (size_t)maxch ? (int)elems : maxch;
     *best = INFINITY;
     *algo = ORB_NUM_ALGOS;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (!has[coll][i] || (order[i] == ORB_ALGO_DIRECT && coll == ORB_COLL_ALLREDUCE && n > 2))
             continue;
         for (int ch = 1; ch <= chmax; ch++)
@@ -309,11 +328,13 @@ static void hosts(void)
     CHECK(orb_tuner_predict_hosts(ORB_COLL_BROADCAST, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1) < 0,
           "hier broadcast predicted");
 
-    /* 2 hosts of 8 over 10 GbE: hier, for one element (42 + 40 us of steps against the
-     * ring's 2*15 slow ones and the tree's 12) and for 64 MiB (the slow link carries 1/8) */
+    /* 2 hosts of 8 over 10 GbE: for one element, recursive doubling's 4 exchanges even
+     * priced all at the slow class (80 us) beat hier (42 + 40 us of steps), the ring's 2*15
+     * slow steps and the tree's 12; for 64 MiB hier (the slow link carries 1/8) */
     blocked_hosts(16, 2, map);
     orb_tuner_choice_t t = choose_hosts(1, 16, NULL, &h);
-    CHECK(t.algo == ORB_ALGO_HIER, "1 element, 2x8 over tcp: %s (%s)", orb_algo_name(t.algo), t.reason);
+    CHECK(t.algo == ORB_ALGO_DOUBLING && strstr(t.reason, "< hier 82.0 us"), "1 element, 2x8 over tcp: %s (%s)",
+          orb_algo_name(t.algo), t.reason);
     t = choose_hosts((size_t)1 << 24, 16, NULL, &h);
     CHECK(t.algo == ORB_ALGO_HIER && strstr(t.reason, "model: hier"), "64 MiB, 2x8 over tcp: %s (%s)",
           orb_algo_name(t.algo), t.reason);

@@ -227,6 +227,10 @@ static int mode_mismatch(void)
 static int mode_timeout(void)
 {
     setenv("ORBIT_TIMEOUT", "1.5", 1);
+    /* The ring, so that rank 0 waits on the sleeper itself (its ring predecessor); recursive
+     * doubling, the tuner's choice from 3 ranks, would have rank 0 wait on its fold partner,
+     * and the message would rightly name that one. */
+    setenv("ORBIT_ALGO", "ring", 1);
     orb_comm_t c = init();
     float x[4] = {1, 2, 3, 4}, y[4];
     if (rank == nranks - 1) { /* the late rank: arrives after the others gave up */
@@ -261,6 +265,7 @@ static int mode_timeout(void)
     }
     orb_comm_destroy(c);
     unsetenv("ORBIT_TIMEOUT");
+    unsetenv("ORBIT_ALGO");
     return finish(1);
 }
 
