@@ -26,6 +26,20 @@ orb_link_cost_t orb_tuner_shm_link(void)
 
 static double ceil_div(double a, double b) { return a <= 0 ? 0 : ceil(a / b); }
 
+/* An exchange (the two-rank direct all-reduce, each round of recursive doubling) sends a
+ * chunk and then reduces the partner's into its output: two passes over the data one after
+ * the other, where a ring step fuses them into one. While what a rank moves over the call
+ * stays in its L2 the second pass costs next to nothing: r rounds of S bytes each touch the
+ * input, the output and two slots, 4 r S, and half the L2 is what the call may use of it,
+ * so up to r S = L2/8. Beyond, each round pays a pass at beta more. Measured on Zen 1 (512
+ * KiB L2, docs/perf.md 2026-11-27): the exchange beat the ring up to 64 KiB on 2 ranks, even
+ * at 128 KiB, 1.5x slower at 256 and 512 KiB; doubling on 4 ranks even at 32 KiB, 1.3x slower
+ * at 64 KiB. l2_bytes 0 (unknown): no such term. */
+static double exchange_spill(const orb_link_cost_t *link, double rounds, double S, double b)
+{
+    return link->l2_bytes > 0 && rounds * S > link->l2_bytes / 8 ? rounds * S / b : 0;
+}
+
 static int tree_depth(int n)
 {
     int d = 0;
@@ -151,6 +165,8 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return (n - 1) * K * hop + chan; /* n-1 exchanges of a block, each way at once */
         if (coll == ORB_COLL_ALLREDUCE && n > 2)
             return -1; /* the exchange exists for two ranks only (the plan falls back to the ring) */
+        if (coll == ORB_COLL_ALLREDUCE)
+            return K * hop + exchange_spill(link, 1, S, b) + chan;
         return K * hop + chan;
     case ORB_ALGO_BRUCK: { /* round k: one message of m_k blocks' lane shares, chunked */
         double t = chan;
@@ -170,7 +186,7 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         return (n - 1) * hop + (3 * n - 4) * R * a + (3 * n - 4) / n * S / b + chan;
     }
     case ORB_ALGO_DOUBLING: /* every chunk through every round, one exchange after the other */
-        return orb_doubling_rounds(nranks) * K * hop + chan;
+        return orb_doubling_rounds(nranks) * K * hop + exchange_spill(link, orb_doubling_rounds(nranks), S, b) + chan;
     default:
         return -1;
     }
@@ -231,6 +247,8 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER || coll == ORB_COLL_ALLTOALL ||
             coll == ORB_COLL_ALLTOALLV)
             return "(n-1)*K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+        if (coll == ORB_COLL_ALLREDUCE)
+            return "K*(alpha + C*c/beta) + (C-1)*alpha + (S/beta if S > L2/8), K = ceil(S/(C*c))";
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
     case ORB_ALGO_BRUCK:
         return "sum over rounds k < ceil(log2 n) of ceil(m_k*s/c_k)*(alpha + C*c_k/beta) + (C-1)*alpha, "
@@ -247,8 +265,8 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
     case ORB_ALGO_DOUBLING:
-        return "r*K*(alpha + C*c/beta) + (C-1)*alpha, r = log2 p + (2 if n > p), p the largest power of 2 <= n, "
-               "K = ceil(S/(C*c))";
+        return "r*K*(alpha + C*c/beta) + (C-1)*alpha + (r*S/beta if r*S > L2/8), r = log2 p + (2 if n > p), "
+               "p the largest power of 2 <= n, K = ceil(S/(C*c))";
     default:
         return "no plan";
     }

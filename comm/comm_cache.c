@@ -78,6 +78,8 @@ size_t orb_comm_stream_bytes(void)
     return v;
 }
 
+size_t orb_comm_l2_bytes(void) { return cache_bytes(2); }
+
 size_t orb_comm_cma_threshold(void)
 {
     const double env = orb_param_num(ORB_PARAM_CMA_BYTES);

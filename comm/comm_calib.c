@@ -312,7 +312,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
                 beta = fmin(beta, all[r].beta_gbps);
         }
         if (alpha > 0 && alpha < 1e6 && isfinite(beta) && beta > 0) {
-            c->shm_measured = (orb_link_cost_t){alpha, beta};
+            c->shm_measured = (orb_link_cost_t){alpha, beta, 0}; /* the L2: comm_links.c */
             c->shm_measured_how = cached ? 2 : 1;
             if (!cached && c->rank == c->ring[0] && path[0] && strcmp(path, "none") != 0)
                 cache_write(path, key, alpha, beta);

@@ -152,6 +152,8 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
 size_t orb_comm_stream_bytes(void);
 /* Input bytes from which a call sends pieces as addresses (comm_cache.c); 0: never. */
 size_t orb_comm_cma_threshold(void);
+/* The L2 cache of this rank's core in bytes (comm_cache.c); 0 when the system does not say. */
+size_t orb_comm_l2_bytes(void);
 /* Hex digits to bytes (unique ids, ORBIT_SECRET); 0 on success. */
 int orb_comm_parse_hex(const char *s, uint8_t *out, size_t n);
 

@@ -16,6 +16,7 @@ typedef struct {
     int32_t has[2];                   /* this rank has such peers */
     int32_t topo_class;               /* the class of its host's slowest ring hop, -1: not priced */
     double topo_gbps;                 /* that hop's bandwidth */
+    double l2_bytes;                  /* its core's L2 cache (0: unknown) */
 } link_view_t;
 
 static void worse(double *alpha, double *beta, double a, double b)
@@ -45,6 +46,7 @@ static void own_view(const struct orb_comm *c, link_view_t *v)
     }
     v->topo_class = -1;
     v->topo_gbps = INFINITY;
+    v->l2_bytes = (double)orb_comm_l2_bytes();
     const orb_topo_host_t *h = c->topo_host;
     /* Only a ring the topology placed from real data, with a hop to price (2 ranks or more). */
     if (v->has[0] && h && h->optimized && h->ndev >= 2 && h->score.bw > 0) {
@@ -76,7 +78,9 @@ orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err
     }
     agreed.topo_class = -1;
     agreed.topo_gbps = INFINITY;
+    double l2 = INFINITY; /* the smallest, and 0 (unknown) as soon as one rank cannot tell */
     for (int r = 0; r < c->nranks; r++) {
+        l2 = fmin(l2, all[r].l2_bytes);
         for (int w = 0; w < 2; w++)
             if (all[r].has[w]) {
                 worse(&agreed.alpha_us[w], &agreed.beta_gbps[w], all[r].alpha_us[w], all[r].beta_gbps[w]);
@@ -89,10 +93,12 @@ orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err
     }
     free(all);
     /* Without peers of a kind the tuner never prices that kind: the defaults stand in. */
-    c->link_intra = agreed.has[0] ? (orb_link_cost_t){agreed.alpha_us[0], agreed.beta_gbps[0]}
+    c->link_intra = agreed.has[0] ? (orb_link_cost_t){agreed.alpha_us[0], agreed.beta_gbps[0], 0}
                                   : orb_shm_transport.link;
-    c->link_inter = agreed.has[1] ? (orb_link_cost_t){agreed.alpha_us[1], agreed.beta_gbps[1]}
+    c->link_inter = agreed.has[1] ? (orb_link_cost_t){agreed.alpha_us[1], agreed.beta_gbps[1], 0}
                                   : orb_tcp_transport.link;
+    /* the caches are the ranks' own whatever links join them: both classes carry them */
+    c->link_intra.l2_bytes = c->link_inter.l2_bytes = isfinite(l2) ? l2 : 0;
     if (c->rank == 0 && orb_log_level() >= ORB_LOG_INFO) {
         char topo[96] = "";
         if (agreed.topo_class >= 0)
@@ -101,13 +107,14 @@ orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err
         char inter[96] = "no peers on other hosts";
         if (agreed.has[1])
             snprintf(inter, sizeof inter, "%.2f us, %.2f GB/s", c->link_inter.alpha_us, c->link_inter.beta_gbps);
-        ORB_INFO("tuner links: inside a host %.2f us, %.2f GB/s (%s%s); between hosts %s", c->link_intra.alpha_us,
+        ORB_INFO("tuner links: inside a host %.2f us, %.2f GB/s (%s%s); between hosts %s; the smallest L2 %.0f KiB",
+                 c->link_intra.alpha_us,
                  c->link_intra.beta_gbps,
                  !agreed.has[0]                ? "no peers on this host"
                  : c->shm_measured_how == 1 ? "measured at init"
                  : c->shm_measured_how == 2 ? "measured earlier, from the cache"
                                             : "the transports' cost",
-                 topo, inter);
+                 topo, inter, c->link_intra.l2_bytes / 1024);
     }
     return ORB_OK;
 }

@@ -20,10 +20,13 @@
 #include "transport/transport.h"
 
 /* Cost of one link class for the tuner: alpha is the fixed cost of one step (a slot handed
- * over and noticed), beta the bandwidth one link sustains, shared by all channels on it. */
+ * over and noticed), beta the bandwidth one link sustains, shared by all channels on it;
+ * l2_bytes the smallest L2 cache of the cores at its ends (0: unknown), which says how much
+ * data a rank can pass over twice in one call for the price of once (collectives/tuner.c). */
 typedef struct {
     double alpha_us;
     double beta_gbps;
+    double l2_bytes;
 } orb_link_cost_t;
 
 typedef struct orb_endpoint orb_endpoint_t; /* a transport's state in one communicator */
