@@ -295,7 +295,7 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
  * is never faster). */
 static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
                            const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
-                           int max_channels, int det, orb_tuner_choice_t *out)
+                           int nslots, int max_channels, int det, orb_tuner_choice_t *out)
 {
     static atomic_int warned_algo, warned_chunk, told_det;
     if ((unsigned)coll >= ORB_NUM_COLLS || elem_size == 0 || nranks < 1 || max_channels < 1 ||
@@ -346,6 +346,18 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         forced = -3; /* a plan, but not at this rank count (the direct all-reduce is for 2 ranks) */
         no_plan = "ORBIT_ALGO has no plan for this collective at this rank count; ";
     }
+    /* A FIFO holds up to nslots chunks ahead of its receiver. Where a rank takes what arrived
+     * and passes it on or folds it into its own (ring, chain, tree steps), that much should
+     * still be in the cache when it is read: chunks of at most L2/nslots. Measured on Zen 1
+     * (512 KiB L2, 8 slots: 64 KiB chunks against full 256 KiB slots, 2 ranks, docs/perf.md
+     * 2026-11-27): all-reduce 1-64 MiB 0.55-0.75x the time, reduce 0.59-0.89x, reduce-scatter
+     * 0.46-0.89x, all-gather 0.46-0.74x; the direct plans (send/recv 4 and 16 MiB 1.4x
+     * slower, more pieces for nothing to pass on) keep the slot. */
+    size_t cap_elems = slot_elems;
+    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0) {
+        double cap = fmax(m.flat.l2_bytes / nslots, 256.0) / (double)elem_size;
+        cap_elems = cap < 1 ? 1 : cap < (double)slot_elems ? (size_t)cap : slot_elems;
+    }
     det = det && orb_coll_reduces(coll);
     /* With one or two ranks every plan applies the op once per element, op(x0, x1), and the
      * kernels' ops give the same bits whichever operand comes first: any plan is ordered. */
@@ -369,8 +381,11 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         double algo_best = INFINITY;
         size_t algo_chunk = 0;
         int algo_ch = 1;
+        const int passes_on = al != ORB_ALGO_DIRECT && al != ORB_ALGO_BRUCK;
         for (int ch = 1; ch <= ch_max; ch++)
             for (int k = 0; k < nchunks; k++) {
+                if (passes_on && chunks[k] > cap_elems && k + 1 < nchunks)
+                    continue; /* (the last, smallest candidate stays whatever the cap) */
                 double t = model_predict(&m, coll, (orb_algo_t)al, count, elem_size, nranks, chunks[k], ch);
                 if (t >= 0 && t < algo_best) {
                     algo_best = t;
@@ -427,12 +442,13 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
                                     const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts,
                                     size_t slot_bytes, int max_channels, orb_tuner_choice_t *out)
 {
-    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, max_channels, 0, out);
+    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, 0, max_channels, 0, out);
 }
 
 orb_status_t orb_tuner_choose_det(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
                                   const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
-                                  int max_channels, int deterministic, orb_tuner_choice_t *out)
+                                  int nslots, int max_channels, int deterministic, orb_tuner_choice_t *out)
 {
-    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, max_channels, deterministic, out);
+    return choose(coll, count, elem_size, nranks, intra, hosts, slot_bytes, nslots, max_channels, deterministic,
+                  out);
 }

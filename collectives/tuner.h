@@ -56,10 +56,14 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
  * all-reduce, reduce and reduce-scatter get ORB_ALGO_ORDERED (rank-order folding, the only
  * plan whose bits do not depend on the configuration); ORBIT_ALGO naming another algorithm
  * is ignored for them, said once per process at ORBIT_DEBUG=INFO and in the reason. Off:
- * exactly orb_tuner_choose_hosts, which takes ORDERED only when ORBIT_ALGO=ordered. */
+ * exactly orb_tuner_choose_hosts, which takes ORDERED only when ORBIT_ALGO=ordered.
+ * nslots: the slots of a FIFO (0: unknown). With it and the link's l2_bytes, the plans that
+ * pass data on through a rank (ring, chain, tree, hier, ordered, doubling) take chunks of at
+ * most l2_bytes / nslots (not below 256 bytes), so that what a FIFO holds ahead of its
+ * receiver stays in the cache; ORBIT_CHUNK_BYTES is taken as it is. */
 orb_status_t orb_tuner_choose_det(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
                                   const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
-                                  int max_channels, int deterministic, orb_tuner_choice_t *out);
+                                  int nslots, int max_channels, int deterministic, orb_tuner_choice_t *out);
 
 /* The model's time (us) for one configuration; a negative value when algo has no plan for
  * coll (ORB_ALGO_HIER never has one here: it needs the hosts). Exposed for tests and for

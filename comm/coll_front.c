@@ -32,7 +32,7 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
     /* a barrier moves one byte, whatever dtype it names */
     const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
     p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op, NULL, 0,
-                              c->deterministic && orb_coll_reduces(k->coll)};
+                              c->deterministic && orb_coll_reduces(k->coll), p->device};
     if (orb_coll_vector(k->coll)) { /* validated and packed in c->vec */
         p->key.vec = c->vec;
         p->key.vhash = vec_hash(c->vec, 4 * (size_t)c->nranks);

@@ -29,6 +29,7 @@ typedef struct {
     const size_t *vec;
     uint64_t vhash;
     int deterministic; /* reductions on a communicator in deterministic mode (else 0) */
+    int device;        /* device buffers: the CPU caches do not bound the chunk (comm_plan.c) */
 } orb_call_key_t;
 
 typedef struct {

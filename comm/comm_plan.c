@@ -10,7 +10,7 @@
 static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b, int nranks)
 {
     return a->coll == b->coll && a->count == b->count && a->elem_size == b->elem_size && a->root == b->root &&
-           a->op == b->op && a->deterministic == b->deterministic && a->vhash == b->vhash &&
+           a->op == b->op && a->deterministic == b->deterministic && a->device == b->device && a->vhash == b->vhash &&
            (!a->vec || !b->vec || memcmp(a->vec, b->vec, 4 * (size_t)nranks * sizeof *a->vec) == 0);
 }
 
@@ -44,8 +44,11 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     /* The links every rank agreed on at init (comm_links.c). One NIC per host: the TCP
      * transport does not spread a host's connections over several. */
     orb_tuner_hosts_t hosts = {.nhosts = c->nhosts, .host_of = c->host_of, .inter = c->link_inter, .nics = 1};
+    /* Host calls: chunks that keep a FIFO's worth in the L2 (the tuner); device calls keep the
+     * slot-sized chunks they were measured with (no GPU here to measure another) */
     orb_status_t st = orb_tuner_choose_det(key->coll, key->count, key->elem_size, c->nranks, &c->link_intra, &hosts,
-                                           c->slot_bytes, c->nchannels, key->deterministic, &ch);
+                                           c->slot_bytes, key->device ? 0 : (int)c->nslots, c->nchannels,
+                                           key->deterministic, &ch);
     if (st != ORB_OK) {
         snprintf(why, whylen, "%s", ch.reason[0] ? ch.reason : orb_strerror(st));
         return st;

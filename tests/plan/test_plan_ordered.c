@@ -150,28 +150,28 @@ static void tuner(void)
         for (size_t k = 0; k < 3; k++) {
             for (int c = 0; c < 3; c++) {
                 /* one or two ranks: every plan adds op(x0, x1) once, the tuner takes the fastest */
-                CHECK(orb_tuner_choose_det(reds[c], counts[k], 4, n, NULL, NULL, 1 << 18, 4, 1, &t) == ORB_OK &&
+                CHECK(orb_tuner_choose_det(reds[c], counts[k], 4, n, NULL, NULL, 1 << 18, 0, 4, 1, &t) == ORB_OK &&
                           (n <= 2 ? t.algo != ORB_ALGO_ORDERED && strstr(t.reason, "any plan adds in rank order")
                                   : t.algo == ORB_ALGO_ORDERED),
                       "deterministic %s n=%d: %s (%s)", orb_coll_name(reds[c]), n, orb_algo_name(t.algo), t.reason);
-                CHECK(orb_tuner_choose_det(reds[c], counts[k], 4, n, NULL, NULL, 1 << 18, 4, 0, &t) == ORB_OK &&
+                CHECK(orb_tuner_choose_det(reds[c], counts[k], 4, n, NULL, NULL, 1 << 18, 0, 4, 0, &t) == ORB_OK &&
                           t.algo != ORB_ALGO_ORDERED,
                       "default %s n=%d picked the ordered plan", orb_coll_name(reds[c]), n);
             }
-            CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, counts[k], 4, n, NULL, NULL, 1 << 18, 4, 1, &t) ==
+            CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, counts[k], 4, n, NULL, NULL, 1 << 18, 0, 4, 1, &t) ==
                           ORB_OK &&
                       t.algo != ORB_ALGO_ORDERED,
                   "broadcast has no ordered plan");
         }
     setenv("ORBIT_ALGO", "ring", 1);
-    CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1000, 4, 4, NULL, NULL, 1 << 18, 4, 1, &t) == ORB_OK &&
+    CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1000, 4, 4, NULL, NULL, 1 << 18, 0, 4, 1, &t) == ORB_OK &&
               t.algo == ORB_ALGO_ORDERED && strstr(t.reason, "ORBIT_ALGO=ring ignored"),
           "ORBIT_ALGO=ring in deterministic mode: %s (%s)", orb_algo_name(t.algo), t.reason);
-    CHECK(orb_tuner_choose_det(ORB_COLL_ALLGATHER, 1000, 4, 4, NULL, NULL, 1 << 18, 4, 1, &t) == ORB_OK &&
+    CHECK(orb_tuner_choose_det(ORB_COLL_ALLGATHER, 1000, 4, 4, NULL, NULL, 1 << 18, 0, 4, 1, &t) == ORB_OK &&
               t.algo == ORB_ALGO_RING,
           "ORBIT_ALGO=ring still applies to all-gather in deterministic mode");
     setenv("ORBIT_ALGO", "ordered", 1);
-    CHECK(orb_tuner_choose_det(ORB_COLL_REDUCE, 1000, 4, 4, NULL, NULL, 1 << 18, 4, 0, &t) == ORB_OK &&
+    CHECK(orb_tuner_choose_det(ORB_COLL_REDUCE, 1000, 4, 4, NULL, NULL, 1 << 18, 0, 4, 0, &t) == ORB_OK &&
               t.algo == ORB_ALGO_ORDERED,
           "ORBIT_ALGO=ordered: %s", orb_algo_name(t.algo));
     unsetenv("ORBIT_ALGO");

@@ -266,6 +266,25 @@ static void formulas(void)
         CHECK(orb_tuner_choose(ORB_COLL_ALLREDUCE, 65536, 4, 2, &z, 262144, 2, &t) == ORB_OK &&
                   t.algo == ORB_ALGO_RING,
               "256 KiB on 2 ranks, L2 512 KiB: %s (%s)", orb_algo_name(t.algo), t.reason);
+        /* the chunk cap: 8 slots of a 512 KiB L2 hold 64 KiB chunks (16384 floats) for the
+         * plans that pass data on; the direct ones, and callers that name no slot count, keep
+         * the slot (65536 floats) */
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.algo == ORB_ALGO_RING && t.chunk_elems == 16384,
+              "16 MiB all-reduce, L2 512 KiB, 8 slots: %s chunk %zu (%s)", orb_algo_name(t.algo), t.chunk_elems,
+              t.reason);
+        CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, 1 << 22, 4, 4, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.chunk_elems <= 16384,
+              "16 MiB broadcast, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_SEND, 1 << 22, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.algo == ORB_ALGO_DIRECT && t.chunk_elems == 65536,
+              "16 MiB send, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 0, 2, 0, &t) == ORB_OK &&
+                  t.chunk_elems == 65536,
+              "16 MiB all-reduce, slots unknown: chunk %zu", t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 64, 2, 0, &t) == ORB_OK &&
+                  t.chunk_elems == 2048,
+              "16 MiB all-reduce, L2 512 KiB, 64 slots: chunk %zu (8 KiB)", t.chunk_elems);
         const orb_link_cost_t nol2 = {0.67, 4.76, 0};
         CHECK(orb_tuner_choose(ORB_COLL_ALLREDUCE, 65536, 4, 2, &nol2, 262144, 2, &t) == ORB_OK &&
                   t.algo == ORB_ALGO_DIRECT,
