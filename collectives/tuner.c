@@ -352,9 +352,11 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
      * (512 KiB L2, 8 slots: 64 KiB chunks against full 256 KiB slots, 2 ranks, docs/perf.md
      * 2026-11-27): all-reduce 1-64 MiB 0.55-0.75x the time, reduce 0.59-0.89x, reduce-scatter
      * 0.46-0.89x, all-gather 0.46-0.74x; the direct plans (send/recv 4 and 16 MiB 1.4x
-     * slower, more pieces for nothing to pass on) keep the slot. */
+     * slower, more pieces for nothing to pass on) keep the slot. One host only: what crosses
+     * hosts waits in socket or NIC buffers, not in a slot the receiver reads, and nothing was
+     * measured there. */
     size_t cap_elems = slot_elems;
-    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0) {
+    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0 && m.nhosts <= 1) {
         double cap = fmax(m.flat.l2_bytes / nslots, 256.0) / (double)elem_size;
         cap_elems = cap < 1 ? 1 : cap < (double)slot_elems ? (size_t)cap : slot_elems;
     }

@@ -60,7 +60,7 @@ orb_status_t orb_tuner_choose_hosts(orb_coll_t coll, size_t count, size_t elem_s
  * nslots: the slots of a FIFO (0: unknown). With it and the link's l2_bytes, the plans that
  * pass data on through a rank (ring, chain, tree, hier, ordered, doubling) take chunks of at
  * most l2_bytes / nslots (not below 256 bytes), so that what a FIFO holds ahead of its
- * receiver stays in the cache; ORBIT_CHUNK_BYTES is taken as it is. */
+ * receiver stays in the cache (ranks on one host only); ORBIT_CHUNK_BYTES is taken as it is. */
 orb_status_t orb_tuner_choose_det(orb_coll_t coll, size_t count, size_t elem_size, int nranks,
                                   const orb_link_cost_t *intra, const orb_tuner_hosts_t *hosts, size_t slot_bytes,
                                   int nslots, int max_channels, int deterministic, orb_tuner_choice_t *out);
