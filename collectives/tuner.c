@@ -72,6 +72,10 @@ static orb_status_t model_init(model_t *m, int nranks, const orb_link_cost_t *in
     m->nics = hosts->nics < 1 ? 1 : hosts->nics;
     m->flat.alpha_us = fmax(m->intra.alpha_us, m->inter.alpha_us);
     m->flat.beta_gbps = fmin(m->intra.beta_gbps, m->inter.beta_gbps);
+    /* The cache terms are for shared-memory slots (exchange_spill, the chunk cap): across
+     * hosts the wire dominates (2 ranks over TCP on loopback: the exchange 5-18% ahead of the
+     * ring at 256 KiB-1 MiB, where the L2 term would have taken the ring) */
+    m->flat.l2_bytes = 0;
     orb_status_t st = orb_plan_ranks_per_host(nranks, hosts->nhosts, hosts->host_of, &m->per_host);
     if (st == ORB_ERR_UNSUPPORTED) {
         m->per_host = 0;
@@ -352,11 +356,14 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
      * (512 KiB L2, 8 slots: 64 KiB chunks against full 256 KiB slots, 2 ranks, docs/perf.md
      * 2026-11-27): all-reduce 1-64 MiB 0.55-0.75x the time, reduce 0.59-0.89x, reduce-scatter
      * 0.46-0.89x, all-gather 0.46-0.74x; the direct plans (send/recv 4 and 16 MiB 1.4x
-     * slower, more pieces for nothing to pass on) keep the slot. One host only: what crosses
-     * hosts waits in socket or NIC buffers, not in a slot the receiver reads, and nothing was
-     * measured there. */
+     * slower, more pieces for nothing to pass on) keep the slot. One host only (model_init
+     * drops the L2 across hosts): what crosses hosts waits in socket or NIC buffers, not in a
+     * slot the receiver reads. */
     size_t cap_elems = slot_elems;
-    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0 && m.nhosts <= 1) {
+    const double call_bytes = (double)(coll == ORB_COLL_BARRIER ? 1 : count) * (double)elem_size;
+    /* (a call of at most half the L2 stays in it however it is cut: there the fewer, larger
+     * pieces win; all-reduce 256 KiB with 64 KiB chunks 1.16x the time, 512 KiB 0.83x) */
+    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0 && call_bytes > m.flat.l2_bytes / 2) {
         double cap = fmax(m.flat.l2_bytes / nslots, 256.0) / (double)elem_size;
         cap_elems = cap < 1 ? 1 : cap < (double)slot_elems ? (size_t)cap : slot_elems;
     }

@@ -276,11 +276,21 @@ static void formulas(void)
         CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, 1 << 22, 4, 4, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
                   t.chunk_elems <= 16384,
               "16 MiB broadcast, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 16, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.chunk_elems == 65536,
+              "256 KiB all-reduce, L2 512 KiB, 8 slots: chunk %zu (half the L2: no cap)", t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 17, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.chunk_elems == 16384,
+              "512 KiB all-reduce, L2 512 KiB, 8 slots: chunk %zu (more than half the L2: capped)", t.chunk_elems);
         const int two_hosts[2] = {0, 1};
         const orb_tuner_hosts_t h2 = {.nhosts = 2, .host_of = two_hosts, .inter = {20.0, 1.25, 524288}, .nics = 1};
         CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, &h2, 262144, 8, 2, 0, &t) == ORB_OK &&
                   t.chunk_elems == 65536,
               "16 MiB all-reduce across 2 hosts, L2 512 KiB, 8 slots: chunk %zu (no cap across hosts)", t.chunk_elems);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 65536, 4, 2, &z, &h2, 262144, 8, 2, 0, &t) == ORB_OK &&
+                  t.algo == ORB_ALGO_DIRECT,
+              "256 KiB all-reduce across 2 hosts: %s (no second-pass term across hosts) (%s)", orb_algo_name(t.algo),
+              t.reason);
         CHECK(orb_tuner_choose_det(ORB_COLL_SEND, 1 << 22, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
                   t.algo == ORB_ALGO_DIRECT && t.chunk_elems == 65536,
               "16 MiB send, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
