@@ -360,10 +360,7 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
      * drops the L2 across hosts): what crosses hosts waits in socket or NIC buffers, not in a
      * slot the receiver reads. */
     size_t cap_elems = slot_elems;
-    const double call_bytes = (double)(coll == ORB_COLL_BARRIER ? 1 : count) * (double)elem_size;
-    /* (a call of at most half the L2 stays in it however it is cut: there the fewer, larger
-     * pieces win; all-reduce 256 KiB with 64 KiB chunks 1.16x the time, 512 KiB 0.83x) */
-    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0 && call_bytes > m.flat.l2_bytes / 2) {
+    if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0) {
         double cap = fmax(m.flat.l2_bytes / nslots, 256.0) / (double)elem_size;
         cap_elems = cap < 1 ? 1 : cap < (double)slot_elems ? (size_t)cap : slot_elems;
     }

@@ -276,12 +276,6 @@ static void formulas(void)
         CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, 1 << 22, 4, 4, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
                   t.chunk_elems <= 16384,
               "16 MiB broadcast, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
-        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 16, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
-                  t.chunk_elems == 65536,
-              "256 KiB all-reduce, L2 512 KiB, 8 slots: chunk %zu (half the L2: no cap)", t.chunk_elems);
-        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 17, 4, 2, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
-                  t.chunk_elems == 16384,
-              "512 KiB all-reduce, L2 512 KiB, 8 slots: chunk %zu (more than half the L2: capped)", t.chunk_elems);
         const int two_hosts[2] = {0, 1};
         const orb_tuner_hosts_t h2 = {.nhosts = 2, .host_of = two_hosts, .inter = {20.0, 1.25, 524288}, .nics = 1};
         CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, &h2, 262144, 8, 2, 0, &t) == ORB_OK &&
