@@ -189,8 +189,10 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return (n - 1) * hop + (2 * n - 3) * K * a + (2 * n - 3) * S / b + chan;
         return (n - 1) * hop + (3 * n - 4) * R * a + (3 * n - 4) / n * S / b + chan;
     }
-    case ORB_ALGO_DOUBLING: /* every chunk through every round, one exchange after the other */
-        return orb_doubling_rounds(nranks) * K * hop + exchange_spill(link, orb_doubling_rounds(nranks), S, b) + chan;
+    case ORB_ALGO_DOUBLING: { /* every chunk through every round, one exchange after the other */
+        const double r = orb_doubling_rounds(nranks);
+        return r * K * hop + exchange_spill(link, r, S, b) + chan;
+    }
     default:
         return -1;
     }

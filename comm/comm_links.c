@@ -97,8 +97,9 @@ orb_status_t orb_comm_price_links(struct orb_comm *c, double deadline, char *err
                                   : orb_shm_transport.link;
     c->link_inter = agreed.has[1] ? (orb_link_cost_t){agreed.alpha_us[1], agreed.beta_gbps[1], 0}
                                   : orb_tcp_transport.link;
-    /* the caches are the ranks' own whatever links join them: both classes carry them */
-    c->link_intra.l2_bytes = c->link_inter.l2_bytes = isfinite(l2) ? l2 : 0;
+    /* the tuner's cache terms are for shared-memory slots: only the intra-host class carries
+     * the L2 (and the tuner drops it once ranks span hosts) */
+    c->link_intra.l2_bytes = isfinite(l2) ? l2 : 0;
     if (c->rank == 0 && orb_log_level() >= ORB_LOG_INFO) {
         char topo[96] = "";
         if (agreed.topo_class >= 0)
