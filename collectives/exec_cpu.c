@@ -4,6 +4,7 @@
 
 #include "collectives/exec.h"
 #include "core/clock.h"
+#include "core/dtype.h"
 #include "core/log.h"
 #include "core/relax.h"
 #include "kernels/reduce.h"
@@ -256,7 +257,7 @@ static void reduce_streamed(void *dst, void *fwd, const void *a, const void *b, 
         return;
     }
     _Alignas(64) unsigned char tmp[16384];
-    const size_t esz = orb_dtype_size(dt), per = sizeof tmp / esz;
+    const size_t esz = orb_dtype_bytes(dt), per = sizeof tmp / esz;
     for (size_t i = 0; i < n; i += per) {
         const size_t m = n - i < per ? n - i : per;
         orb_kernel_reduce(tmp, NULL, (const char *)a + i * esz, (const char *)b + i * esz, m, dt, op, pd);
@@ -271,7 +272,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
 {
     orb_exec_op_t *o = &ops[i];
     const orb_lane_t *lane = &o->plan->lanes[ch];
-    const size_t esz = orb_dtype_size(o->dtype);
+    const size_t esz = orb_dtype_bytes(o->dtype);
     const int nch = env->nchannels;
     int moved = 0;
     b->peer = -1;
@@ -458,7 +459,7 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
                 continue;
             }
             const orb_step_t *s = &l->steps[o->step[ch]];
-            size_t esz = orb_dtype_size(o->dtype);
+            size_t esz = orb_dtype_bytes(o->dtype);
             size_t piece = env->slot_bytes / esz;
             if (piece == 0)
                 piece = 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm_impl.h"
+#include "core/dtype.h"
 
 static int overlap(const void *a, size_t alen, const void *b, size_t blen)
 {
@@ -31,7 +32,7 @@ static orb_status_t validate_vectors(struct orb_comm *c, orb_call_t *k, size_t *
     size_t maxc = 0;
     for (int i = 0; i < 4; i++)
         memcpy(c->vec + (size_t)i * n, v[i], n * sizeof *c->vec);
-    const size_t esz = orb_dtype_size(k->dtype);
+    const size_t esz = orb_dtype_bytes(k->dtype);
     for (size_t j = 0; j < n; j++)
         for (int dir = 0; dir < 2; dir++) {
             const size_t cnt = c->vec[(size_t)(2 * dir) * n + j], dsp = c->vec[(size_t)(2 * dir + 1) * n + j];
@@ -80,7 +81,7 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
     }
     *in_count = in_n;
     *out_count = out_n;
-    size_t esz = orb_dtype_size(k->dtype);
+    size_t esz = orb_dtype_bytes(k->dtype);
     size_t maxn = in_n > out_n ? in_n : out_n;
     const orb_coll_t shape = orb_coll_planned_as(k->coll);
     size_t mult = (shape == ORB_COLL_GATHER || shape == ORB_COLL_ALLGATHER || shape == ORB_COLL_REDUCE_SCATTER ||

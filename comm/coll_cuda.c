@@ -22,6 +22,7 @@
 #include "comm/cuda_comm.h"
 #include "comm/cuda_hooks.h"
 #include "comm/cuda_trace.h"
+#include "core/dtype.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -157,7 +158,7 @@ static orb_status_t device_view(struct orb_comm *c, struct orb_cuda_state *s, co
                              "buffers with a NULL stream",
                              fn, c->rank, which, ptr);
     }
-    if ((uintptr_t)d % orb_dtype_size(p->a.dtype) != 0)
+    if ((uintptr_t)d % orb_dtype_bytes(p->a.dtype) != 0)
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: %s %p is not aligned to its %s elements", fn,
                              c->rank, which, ptr, orb_dtype_name(p->a.dtype));
     *out = d;
@@ -223,6 +224,8 @@ static void *setup_thread(void *arg)
  * they run side by side, one thread each. */
 static orb_status_t setup_all(const orb_prepared_t *p, int n)
 {
+    if (n <= 0)
+        return ORB_OK;
     setup_job_t *jobs = calloc((size_t)n, sizeof *jobs);
     pthread_t *th = calloc((size_t)n, sizeof *th);
     int nj = 0;

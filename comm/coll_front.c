@@ -3,6 +3,7 @@
  * number) once, here, then run by the host executor (coll_host.c) or the device executor
  * (coll_cuda.c), or queued inside orb_group_start/end in one queue for both. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "comm/coll_cuda.h"
 #include "comm/comm_impl.h"
 #include "comm/comm_trace.h"
+#include "core/dtype.h"
 #include "core/log.h"
 
 /* FNV-1a over the vectors' bytes: plans are cached per vector set, compared in full on a hit. */
@@ -30,7 +32,7 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
     struct orb_comm *c = p->comm;
     const orb_call_t *k = &p->a;
     /* a barrier moves one byte, whatever dtype it names */
-    const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_size(k->dtype);
+    const size_t esz = k->coll == ORB_COLL_BARRIER ? 1 : orb_dtype_bytes(k->dtype);
     p->key = (orb_call_key_t){k->coll, k->count, esz, k->root, k->op, NULL, 0,
                               c->deterministic && orb_coll_reduces(k->coll), p->device};
     if (orb_coll_vector(k->coll)) { /* validated and packed in c->vec */
@@ -116,6 +118,9 @@ typedef struct {
 } queued_t;
 
 static _Thread_local int group_depth;
+/* Threads with a group open, process-wide: while none is, a call needs no look at its own
+ * thread's depth (a thread-local read in a shared library is a call to __tls_get_addr). */
+static _Atomic int groups_open;
 static _Thread_local queued_t *group_q;
 static _Thread_local int group_n, group_cap;
 /* The last group's queue, kept with its plans' step arrays for the next group: a grouped send
@@ -151,7 +156,8 @@ int orb_group_open(void) { return group_depth > 0; }
 
 orb_status_t orb_group_start(void)
 {
-    group_depth++;
+    if (group_depth++ == 0)
+        atomic_fetch_add_explicit(&groups_open, 1, memory_order_relaxed);
     return ORB_OK;
 }
 
@@ -256,9 +262,10 @@ static orb_status_t run_group(queued_t *q, int n)
     }
     orb_status_t st = ORB_OK;
     int nd = 0, npending = 0;
+    const int64_t t0 = orb_trace_ticks();
     for (int i = 0; i < n; i++) { /* the group's calls start together */
         q[i].p.plan = &q[i].plan;
-        orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark);
+        orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark, t0);
     }
     for (int i = 0; i < n; i++)
         if (q[i].p.device) {
@@ -328,13 +335,15 @@ orb_status_t orb_group_end(void)
     }
     if (--group_depth > 0)
         return ORB_OK;
+    atomic_fetch_sub_explicit(&groups_open, 1, memory_order_relaxed);
     queued_t *q = group_q;
     int n = group_n, cap = group_cap;
     group_q = NULL; /* whatever runs the group starts from an empty queue */
     group_n = group_cap = 0;
     orb_status_t st = n ? run_group(q, n) : ORB_OK;
-    for (int i = 0; i < n; i++) /* one verdict for the whole group */
-        orb_comm_trace_end(q[i].p.comm, &q[i].mark, st);
+    const int64_t t1 = n ? orb_trace_ticks() : 0;
+    for (int i = 0; i < n; i++) /* one verdict for the whole group, one end */
+        orb_comm_trace_end(q[i].p.comm, &q[i].mark, st, t1);
     for (int i = 0; st != ORB_OK && i < n; i++)
         orb_comm_trace_failed(q[i].p.comm, st);
     for (int i = 0; i < n; i++) /* the next group's plans will live at these addresses */
@@ -369,7 +378,8 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return st;
     if (orb_coll_vector(k->coll) && (st = check_vectors(comm, &p.a)) != ORB_OK)
         return st;
-    if (group_depth > 0) /* a grouped device call's device checks wait for orb_group_end */
+    /* a grouped device call's device checks wait for orb_group_end */
+    if (atomic_load_explicit(&groups_open, memory_order_relaxed) && group_depth > 0)
         return enqueue(&p);
     /* The device's own checks (and its setup on first use) before the call takes its sequence
      * number: a call refused on one rank leaves that rank's sequence where its peers' is. */
@@ -378,9 +388,9 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
     if ((st = plan_and_sign(&p)) != ORB_OK)
         return st;
     orb_trace_mark_t m;
-    orb_comm_trace_begin(comm, &p, 0, &m);
+    orb_comm_trace_begin(comm, &p, 0, &m, orb_trace_ticks());
     st = p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &p, 1);
-    orb_comm_trace_end(comm, &m, st);
+    orb_comm_trace_end(comm, &m, st, m.flight || m.trace ? orb_trace_ticks() : 0);
     if (st != ORB_OK)
         orb_comm_trace_failed(comm, st);
     return st;

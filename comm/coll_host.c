@@ -7,6 +7,7 @@
 #include "comm/coll_call.h"
 #include "comm/comm_impl.h"
 #include "comm/comm_trace.h"
+#include "core/dtype.h"
 #include "kernels/step.h"
 
 /* Scratch is handed out in slices of this alignment (every dtype's). */
@@ -17,12 +18,12 @@ static size_t aligned(size_t bytes) { return (bytes + SCRATCH_ALIGN - 1) / SCRAT
 /* Output room of a non-root that needs it, then the plan's workspace. */
 static size_t out_need(const orb_prepared_t *p)
 {
-    return orb_plan_out_is_scratch(p->plan) ? aligned(p->plan->out_count * orb_dtype_size(p->a.dtype)) : 0;
+    return orb_plan_out_is_scratch(p->plan) ? aligned(p->plan->out_count * orb_dtype_bytes(p->a.dtype)) : 0;
 }
 
 static size_t scratch_need(const orb_prepared_t *p)
 {
-    return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_size(p->a.dtype));
+    return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_bytes(p->a.dtype));
 }
 
 /* Field by field, not zeroed whole: an operation is some 450 bytes, most of them per-lane
@@ -40,7 +41,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->sync_next = p->sync_next;
     op->sync_prev = p->sync_prev;
     op->trace_id = p->trace_id;
-    op->stream_out = p->plan->out_count * orb_dtype_size(p->a.dtype) >= orb_comm_stream_bytes();
+    op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= c->stream_bytes;
     op->cma_in = op->cma_out = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
@@ -82,16 +83,16 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn)
 static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
 {
     orb_exec_op_t *op = &ops[k];
-    const size_t esz = orb_dtype_size(op->dtype), ib = p[k].plan->in_count * esz;
+    const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k].plan->in_count * esz;
     const orb_coll_t coll = p[k].a.coll;
-    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || orb_coll_reduces(coll) ||
+    if (!c->cma_bytes || ib < c->cma_bytes || ib >= c->stream_bytes || orb_coll_reduces(coll) ||
         coll == ORB_COLL_GATHER || coll == ORB_COLL_BARRIER)
         return;
     const int writes = plan_writes_out(p[k].plan);
     op->cma_out = n == 1 && op->out && !writes;
     op->cma_in = op->in != NULL;
     for (int j = 0; j < n && op->cma_in; j++) {
-        const size_t ob = p[j].plan->out_count * orb_dtype_size(ops[j].dtype);
+        const size_t ob = p[j].plan->out_count * orb_dtype_bytes(ops[j].dtype);
         if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
             op->cma_in = 0;
     }

@@ -12,6 +12,7 @@
 
 #include "comm/comm_trace.h"
 #include "comm/cuda_hooks.h"
+#include "core/dtype.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -40,7 +41,7 @@ static void comm_tag(const struct orb_comm *c, char out[17])
 static uint64_t call_bytes(const struct orb_comm *c, const orb_prepared_t *p)
 {
     const orb_call_t *k = &p->a;
-    const uint64_t esz = orb_dtype_size(k->dtype), n = (uint64_t)c->nranks;
+    const uint64_t esz = orb_dtype_bytes(k->dtype), n = (uint64_t)c->nranks;
     switch (k->coll) {
     case ORB_COLL_BARRIER:
         return 0;
@@ -99,14 +100,13 @@ static void kind_text(int kind, char *buf, size_t len)
 
 /* ---- recording ------------------------------------------------------------------------ */
 
-void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_trace_mark_t *m)
+void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_trace_mark_t *m, int64_t now)
 {
     m->flight = m->trace = NULL;
     m->id = p->trace_id = ++c->trace_next_id;
     if (!c->flight.cap && !c->tracer)
         return;
     const orb_call_t *k = &p->a;
-    const int64_t now = orb_trace_ticks();
     orb_trace_call_t rec = {
         .id = m->id, .seq = orb_coll_p2p(k->coll) ? -1 : (int64_t)p->sig.seq, .t_start = now,
         .count = k->count, .coll = (int32_t)k->coll, .dtype = (int32_t)k->dtype,
@@ -135,10 +135,9 @@ void orb_comm_trace_plan_gone(struct orb_comm *c, const orb_plan_t *plan)
         c->tracer->last_plan = NULL;
 }
 
-void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st)
+void orb_comm_trace_end(struct orb_comm *c, orb_trace_mark_t *m, orb_status_t st, int64_t now)
 {
     (void)c;
-    const int64_t now = m->flight || m->trace ? orb_trace_ticks() : 0;
     /* a group of more calls than the ring holds may have overwritten the record */
     if (m->flight && m->flight->id == m->id) {
         m->flight->t_end = now;

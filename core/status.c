@@ -1,6 +1,8 @@
 /* Status strings and the names of dtypes and ops. */
 #include "orbit.h"
 
+#include "core/dtype.h"
+
 const char *orb_strerror(orb_status_t status)
 {
     switch (status) {
@@ -28,7 +30,6 @@ const char *orb_status_name(orb_status_t status)
 static const char *const dtype_names[ORB_NUM_DTYPES] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64",
 };
-static const size_t dtype_sizes[ORB_NUM_DTYPES] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 static const char *const op_names[ORB_NUM_OPS] = {"sum", "prod", "min", "max", "avg"};
 
 const char *orb_dtype_name(orb_dtype_t dtype)
@@ -36,10 +37,7 @@ const char *orb_dtype_name(orb_dtype_t dtype)
     return ((unsigned)dtype < ORB_NUM_DTYPES) ? dtype_names[dtype] : "unknown-dtype";
 }
 
-size_t orb_dtype_size(orb_dtype_t dtype)
-{
-    return ((unsigned)dtype < ORB_NUM_DTYPES) ? dtype_sizes[dtype] : 0;
-}
+size_t orb_dtype_size(orb_dtype_t dtype) { return orb_dtype_bytes(dtype); }
 
 const char *orb_op_name(orb_op_t op)
 {

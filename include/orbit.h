@@ -13,6 +13,12 @@
 extern "C" {
 #endif
 
+/* liborbit exports these declarations and nothing else: the library is built with hidden
+ * visibility, so its own calls between files are direct calls, not through the PLT. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define ORBIT_VERSION_MAJOR 0
 #define ORBIT_VERSION_MINOR 1
 
@@ -191,6 +197,10 @@ orb_status_t orb_recv_tagged(void *buf, size_t count, orb_dtype_t dtype, int pee
  * communicators in one group run one communicator after another. */
 orb_status_t orb_group_start(void);
 orb_status_t orb_group_end(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

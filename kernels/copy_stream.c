@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "reduce.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,7 +19,7 @@ void orb_kernel_copy_stream(void *dst1, void *dst2, const void *src, size_t n, o
         orb_kernel_copy(dst1, dst2, src, n, dtype, postdiv);
         return;
     }
-    const size_t bytes = n * orb_dtype_size(dtype);
+    const size_t bytes = n * orb_dtype_bytes(dtype);
     char *d = dst1;
     const char *s = src;
     size_t head = (16 - ((uintptr_t)d & 15)) & 15; /* streaming stores need 16-byte alignment */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "reduce.h"
@@ -83,7 +84,7 @@ void orb_kernel_copy(void *dst1, void *dst2, const void *src, size_t n, orb_dtyp
         orb_kernel_set()->loop[dtype][ORB_KOP_FIRST](dst1, dst2, src, src, n, postdiv);
         return;
     }
-    size_t bytes = n * orb_dtype_size(dtype);
+    size_t bytes = n * orb_dtype_bytes(dtype);
     if (dst1 != src)
         memcpy(dst1, src, bytes);
     if (dst2 != NULL && dst2 != src)
