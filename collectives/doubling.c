@@ -12,22 +12,19 @@
  * slots (orb_plan_min_slots). */
 #include "algos.h"
 
-/* The largest power of two not above n (n >= 1): the ranks that exchange. */
-static int pow2_floor(int n)
+/* log2 of the largest power of two not above n (n >= 1): 1 << it ranks exchange. */
+static int log2_floor(int n)
 {
-    int p = 1;
-    while (2 * p <= n)
-        p *= 2;
-    return p;
+    int k = 0;
+    while ((2 << k) <= n)
+        k++;
+    return k;
 }
 
 int orb_doubling_rounds(int nranks)
 {
-    const int p = pow2_floor(nranks);
-    int k = 0;
-    while ((1 << k) < p)
-        k++;
-    return k + (nranks > p ? 2 : 0); /* the fold in and the result back out */
+    const int k = log2_floor(nranks);
+    return k + (nranks > (1 << k) ? 2 : 0); /* the fold in and the result back out */
 }
 
 orb_status_t orb_doubling_allreduce(orb_plan_t *plan)
@@ -38,7 +35,7 @@ orb_status_t orb_doubling_allreduce(orb_plan_t *plan)
         return ORB_ERR_INVALID_ARG;
     if (n < 2)
         return orb_ring_allreduce(plan); /* one rank: a copy */
-    const int p = pow2_floor(n), rem = n - p;
+    const int p = 1 << log2_floor(n), rem = n - p;
     /* v: this rank's index among the p that exchange, -1 for a position that folds away */
     const int v = pos < 2 * rem ? ((pos & 1) ? pos / 2 : -1) : pos - rem;
     const size_t count = a->coll == ORB_COLL_BARRIER ? 1 : a->count;

@@ -41,7 +41,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->sync_next = p->sync_next;
     op->sync_prev = p->sync_prev;
     op->trace_id = p->trace_id;
-    op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= c->stream_bytes;
+    op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= orb_comm_stream_bytes();
     op->cma_in = op->cma_out = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
@@ -85,7 +85,7 @@ static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_e
     orb_exec_op_t *op = &ops[k];
     const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k].plan->in_count * esz;
     const orb_coll_t coll = p[k].a.coll;
-    if (!c->cma_bytes || ib < c->cma_bytes || ib >= c->stream_bytes || orb_coll_reduces(coll) ||
+    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || orb_coll_reduces(coll) ||
         coll == ORB_COLL_GATHER || coll == ORB_COLL_BARRIER)
         return;
     const int writes = plan_writes_out(p[k].plan);

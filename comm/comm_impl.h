@@ -49,7 +49,6 @@ struct orb_comm {
     uint32_t nslots;
     size_t slot_bytes;
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
-    size_t stream_bytes; /* orb_comm_stream_bytes(), kept here: every host call asks it */
     double timeout_s;
     int check_signatures;
     int deterministic; /* reductions in rank order (ORBIT_DETERMINISTIC, orb_comm_set_deterministic) */

@@ -267,7 +267,6 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     st = orb_bootstrap_clock(&c->bs, 6, orb_now() + init_timeout, &c->clock_offset_ns, &c->clock_err_ns);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "the exchange of clocks with rank 0");
-    c->stream_bytes = orb_comm_stream_bytes();
     st = orb_comm_cma_setup(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "agreeing on single-copy reads");
