@@ -33,11 +33,14 @@ typedef struct {
     /* Peers may read in (out) in place until the call ends: this call never writes it, so
      * pieces from it may travel as addresses (single copy, transport/cma.h). */
     int cma_in, cma_out;
+    /* This call never writes in (out): pieces from it may go as addresses to connections
+     * whose transport reads them itself (orb_conn_t.local_send: tcp), whatever their size. */
+    int local_in, local_out;
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
     /* per lane, the connection and position of its last piece sent as an address: the call
-     * ends only once the receiver has released it (read it) */
+     * ends only once the receiver (or the transport, local_send) has released it (read it) */
     orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
     uint64_t cma_pos[ORB_MAX_CHANNELS];
     int sync_sent, sync_recvd;

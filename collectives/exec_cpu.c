@@ -342,11 +342,15 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
             return piece_mismatch(env, &o->sig, rh, n * esz, s->recv_peer, err, errlen);
         /* A plain send of a large piece from a buffer this call never writes goes as its
-         * address, when the receiver can read us and this lane's previous such piece went
-         * the same way or was read already (one pending connection a lane). */
-        const int remote = sc && !rc && env->cma_min_piece && sc->cma_send && n * esz >= env->cma_min_piece &&
+         * address, when the receiver can read us (or the transport sends from it itself) and
+         * this lane's previous such piece went the same way or was read already (one pending
+         * connection a lane). */
+        const int remote = sc && !rc && (sc->cma_send || sc->local_send) &&
                            !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
-                           ((s->src_buf == ORB_BUF_INPUT && o->cma_in) || (s->src_buf == ORB_BUF_OUTPUT && o->cma_out)) &&
+                           ((sc->cma_send && env->cma_min_piece && n * esz >= env->cma_min_piece &&
+                             ((s->src_buf == ORB_BUF_INPUT && o->cma_in) || (s->src_buf == ORB_BUF_OUTPUT && o->cma_out))) ||
+                            (sc->local_send && n * esz >= sc->local_send &&
+                             ((s->src_buf == ORB_BUF_INPUT && o->local_in) || (s->src_buf == ORB_BUF_OUTPUT && o->local_out)))) &&
                            (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
                             orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
 
@@ -453,7 +457,11 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
         for (int ch = 0; ch < o->plan->nlanes && n < len; ch++) {
             const orb_lane_t *l = &o->plan->lanes[ch];
             if (o->step[ch] >= l->nsteps) {
-                if (o->cma_conn[ch])
+                if (o->cma_conn[ch] && o->cma_conn[ch]->local_send)
+                    n += (size_t)snprintf(buf + n, len - n, "%s%s, channel %d: waits for its connection to rank %d "
+                                          "to take its last piece (sent from the buffer)", n ? "; " : "", sig, ch,
+                                          o->cma_conn[ch]->peer);
+                else if (o->cma_conn[ch])
                     n += (size_t)snprintf(buf + n, len - n, "%s%s, channel %d: waits for rank %d to read its last "
                                           "piece (single copy)", n ? "; " : "", sig, ch, o->cma_conn[ch]->peer);
                 continue;
@@ -535,8 +543,7 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
     return ORB_OK;
 }
 
-orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
-                          size_t errlen)
+static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
 {
     for (int i = 0; i < nops; i++) { /* only the plan's lanes: nothing reads the others */
         orb_exec_op_t *o = &ops[i];
@@ -617,4 +624,20 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
             }
         }
     }
+}
+
+orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
+                          size_t errlen)
+{
+    orb_status_t st = run_ops(env, ops, nops, err, errlen);
+    /* A failed call returns to a caller who may reuse its buffers at once: pieces that still
+     * travel as addresses the transport has not sent yet are copied into their slots first
+     * (connections without settle: shared memory, whose peer reads the address itself). */
+    for (int i = 0; st != ORB_OK && i < nops; i++)
+        for (int ch = 0; ch < ops[i].plan->nlanes; ch++) {
+            orb_conn_t *c = ops[i].cma_conn[ch];
+            if (c && c->ops->settle)
+                c->ops->settle(c);
+        }
+    return st;
 }

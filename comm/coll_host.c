@@ -42,7 +42,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->sync_prev = p->sync_prev;
     op->trace_id = p->trace_id;
     op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= orb_comm_stream_bytes();
-    op->cma_in = op->cma_out = 0;
+    op->cma_in = op->cma_out = op->local_in = op->local_out = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
@@ -69,33 +69,54 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn)
     return a && b && an && bn && a < b + bn && b < a + an;
 }
 
-/* Which of call k's buffers stay untouched while the group of n calls runs, so that peers may
- * read pieces of them in place (single copy): its input when no call's output overlaps it
- * (its own only counts when its plan writes the output), its output when it is alone and its
- * plan writes none of it. Only for inputs from twice the L2 cache's size (smaller, copies
- * through a slot stay in the caches) up to the last-level cache's: larger, the slot path
- * writes the output past the caches (comm_cache.c), and the sender's copy into the slot runs
- * on its own core beside the receiver's, where a single-copy read would put all of it on the
- * receiver. Never for reductions: what arrives is reduced, so a read into the slot would
- * only move the sender's copy onto the receiver's core (all-reduce at 1 MiB, reduce at 1 and
- * 4 MiB fell behind Open MPI that way); nor for gather, whose root is the busy end already
- * (2 ranks, 2 and 4 MiB: 1.15x and 1.10x slower single-copy). */
-static void cma_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
+/* Which of call k's buffers stay untouched while the group of n calls runs: its input when no
+ * call's output overlaps it (its own only counts when its plan writes the output), its
+ * output when it is alone and its plan writes none of it. */
+static void untouched(const orb_prepared_t *p, const orb_exec_op_t *ops, int n, int k, size_t ib, int *in, int *out)
+{
+    const orb_exec_op_t *op = &ops[k];
+    const int writes = plan_writes_out(p[k].plan);
+    *out = n == 1 && op->out && !writes;
+    *in = op->in != NULL;
+    for (int j = 0; j < n && *in; j++) {
+        const size_t ob = p[j].plan->out_count * orb_dtype_bytes(ops[j].dtype);
+        if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
+            *in = 0;
+    }
+}
+
+/* Which of call k's buffers pieces may leave as addresses, read in place until the call ends.
+ *
+ * Shared-memory peers read them themselves (single copy, cma.h): only for inputs from twice
+ * the L2 cache's size (smaller, copies through a slot stay in the caches) up to the
+ * last-level cache's: larger, the slot path writes the output past the caches (comm_cache.c),
+ * and the sender's copy into the slot runs on its own core beside the receiver's, where a
+ * single-copy read would put all of it on the receiver. Never for reductions: what arrives
+ * is reduced, so a read into the slot would only move the sender's copy onto the receiver's
+ * core (all-reduce at 1 MiB, reduce at 1 and 4 MiB fell behind Open MPI that way); nor for
+ * gather, whose root is the busy end already (2 ranks, 2 and 4 MiB: 1.15x and 1.10x slower
+ * single-copy).
+ *
+ * Transports that send from the caller's buffer themselves (tcp, local_send) take any call
+ * with pieces that large: the kernel copies the piece to the wire either way, so the copy
+ * into the slot is saved on the sender's own core and nothing moves elsewhere. */
+static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
 {
     orb_exec_op_t *op = &ops[k];
     const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k].plan->in_count * esz;
     const orb_coll_t coll = p[k].a.coll;
-    if (!c->cma_bytes || ib < c->cma_bytes || ib >= orb_comm_stream_bytes() || orb_coll_reduces(coll) ||
-        coll == ORB_COLL_GATHER || coll == ORB_COLL_BARRIER)
+    const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < orb_comm_stream_bytes() && !orb_coll_reduces(coll) &&
+                    coll != ORB_COLL_GATHER && coll != ORB_COLL_BARRIER;
+    const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
+                      (ib >= c->local_send_bytes || p[k].plan->out_count * esz >= c->local_send_bytes);
+    if (!cma && !local)
         return;
-    const int writes = plan_writes_out(p[k].plan);
-    op->cma_out = n == 1 && op->out && !writes;
-    op->cma_in = op->in != NULL;
-    for (int j = 0; j < n && op->cma_in; j++) {
-        const size_t ob = p[j].plan->out_count * orb_dtype_bytes(ops[j].dtype);
-        if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
-            op->cma_in = 0;
-    }
+    int in, out;
+    untouched(p, ops, n, k, ib, &in, &out);
+    op->cma_in = cma && in;
+    op->cma_out = cma && out;
+    op->local_in = local && in;
+    op->local_out = local && out;
 }
 
 /* Not broken, not aborted, no error posted by a peer: the communicator may run calls. */
@@ -173,7 +194,7 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
         scratch += scratch_need(&p[i]);
     }
     for (int i = 0; i < n; i++) /* once every call's output is known */
-        cma_sources(c, p, ops, n, i);
+        addr_sources(c, p, ops, n, i);
     orb_comm_trace_exec(c, n);
     orb_status_t st = orb_exec_run(&c->env, ops, n, err, sizeof err);
     if (ops != few)

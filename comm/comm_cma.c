@@ -63,6 +63,13 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
     c->cma_bytes = writable ? threshold : 0;
+    /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
+    c->local_send_bytes = 0;
+    for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {
+        const size_t b = c->send[i].local_send;
+        if (b && (!c->local_send_bytes || b < c->local_send_bytes))
+            c->local_send_bytes = b;
+    }
     free(cards);
     free(can);
     return ORB_OK;

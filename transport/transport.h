@@ -24,6 +24,11 @@ typedef struct {
     /* The next full slot, or NULL when none has arrived. */
     orb_slot_hdr_t *(*recv_acquire)(orb_conn_t *c);
     void (*recv_release)(orb_conn_t *c);
+    /* Send side, for transports that set local_send (NULL otherwise): copy every posted piece
+     * that still travels as an address into its slot, so that nothing reads the caller's
+     * buffer once the call has returned. The executor calls it when a call fails with such
+     * pieces unsent; it may wait a moment for the transport's own thread, never for a peer. */
+    void (*settle)(orb_conn_t *c);
 } orb_conn_ops_t;
 
 typedef struct {
@@ -49,10 +54,15 @@ struct orb_conn {
      * 1 when the peer can read ours, so a piece may travel as an address. */
     int32_t cma_pid;
     int cma_send;
+    /* Send side: pieces of at least this many bytes may be posted as addresses in this
+     * process (ORB_PIECE_REMOTE) that the transport itself reads when it puts them on the
+     * wire (tcp: sendmsg straight from the caller's buffer, no copy into the slot first); the
+     * peer receives them as ordinary pieces. 0: never. */
+    size_t local_send;
 };
 
-/* Send side of a connection that posts single-copy pieces: has the receiver released every
- * slot up to pos (so read everything posted before)? Shared-memory FIFOs only. */
+/* Send side of a connection that posts pieces as addresses: has the receiver (shm) or the
+ * transport (local_send) released every slot up to pos, so read everything posted before? */
 static inline int orb_conn_released(const orb_conn_t *c, uint64_t pos)
 {
     return atomic_load_explicit(&c->ctrl->tail, memory_order_acquire) >= pos;

@@ -3,7 +3,12 @@
  *
  *   test_tcp wire      the wire checks and the stripe split, no sockets
  *   test_tcp data      pieces of every size both ways on every channel, FIFO wrap-around,
- *                      flow control with a slow reader (run with ORBIT_NSOCKS=1 and >1)
+ *                      flow control with a slow reader (run with ORBIT_NSOCKS=1 and >1); also
+ *                      with pieces posted as addresses in the sender (ORB_PIECE_REMOTE), which
+ *                      must arrive as ordinary pieces
+ *   test_tcp settle    address pieces the sockets could not take yet are copied into their
+ *                      slots by settle: the sender's buffer changed afterwards, the reader
+ *                      still gets what it held when the pieces were posted
  *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
  *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
  *   test_tcp handshake strangers at the listener are dropped; a settings mismatch fails both
@@ -211,7 +216,9 @@ static uint8_t piece_byte(int from, int ch, int i, uint32_t k) { return (uint8_t
 
 typedef struct {
     side_t *s;
-    int slow; /* the receiver dawdles: the sender's FIFO and the sockets fill up */
+    int slow;   /* the receiver dawdles: the sender's FIFO and the sockets fill up */
+    int direct; /* pieces of 2 KiB and more go as addresses of src, one buffer a slot */
+    uint8_t *src[NCH];
     int bad;
 } pump_t;
 
@@ -231,11 +238,16 @@ static void *pump_main(void *arg)
                 orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
                 if (h) {
                     uint32_t n = piece_len(s->rank, ch, sent[ch], s->slot_bytes);
-                    uint8_t *d = (uint8_t *)(h + 1);
+                    /* the slot this piece takes was released, so was the buffer of the piece
+                     * nslots before it: the same one */
+                    const int remote = p->direct && n >= 2048;
+                    uint8_t *d = remote ? p->src[ch] + (size_t)(sent[ch] % (int)s->nslots) * s->slot_bytes
+                                        : (uint8_t *)(h + 1);
                     for (uint32_t k = 0; k < n; k++)
                         d[k] = piece_byte(s->rank, ch, sent[ch], k);
                     *h = (orb_slot_hdr_t){.seq = (uint64_t)sent[ch], .nbytes = n, .step = (uint32_t)ch,
-                                          .sender = s->rank};
+                                          .sender = s->rank, .flags = remote ? ORB_PIECE_REMOTE : 0,
+                                          .addr = remote ? (uint64_t)(uintptr_t)d : 0};
                     sc->ops->send_post(sc);
                     sent[ch]++;
                     busy = 1;
@@ -250,7 +262,7 @@ static void *pump_main(void *arg)
                     uint32_t n = piece_len(peer, ch, got[ch], s->slot_bytes);
                     const uint8_t *d = (const uint8_t *)(h + 1);
                     int ok = h->seq == (uint64_t)got[ch] && h->nbytes == n && h->sender == peer &&
-                             h->step == (uint32_t)ch;
+                             h->step == (uint32_t)ch && h->flags == 0 && h->addr == 0;
                     for (uint32_t k = 0; ok && k < n; k++)
                         ok = d[k] == piece_byte(peer, ch, got[ch], k);
                     if (!ok && p->bad++ < 5)
@@ -277,29 +289,121 @@ static int mode_data(void)
     static const struct {
         uint32_t nslots;
         size_t slot_bytes;
-        int slow;
-    } cfg[] = {{2, 4096, 0}, {8, 256 << 10, 0}, {3, 200 << 10, 1}};
+        int slow, direct;
+    } cfg[] = {{2, 4096, 0, 0},         {8, 256 << 10, 0, 0}, {3, 200 << 10, 1, 0},
+               {2, 4096, 0, 1},         {8, 256 << 10, 0, 1}, {3, 200 << 10, 1, 1}};
     for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
         side_t a, b;
         if (make_pair(&a, &b, cfg[i].nslots, cfg[i].slot_bytes) != 0) {
             check(0, "connect a pair");
             return 1;
         }
-        pump_t pa = {.s = &a, .slow = cfg[i].slow}, pb = {.s = &b, .slow = cfg[i].slow};
+        pump_t pa = {.s = &a, .slow = cfg[i].slow, .direct = cfg[i].direct},
+               pb = {.s = &b, .slow = cfg[i].slow, .direct = cfg[i].direct};
+        for (int ch = 0; ch < NCH; ch++) {
+            pa.src[ch] = malloc(cfg[i].nslots * cfg[i].slot_bytes);
+            pb.src[ch] = malloc(cfg[i].nslots * cfg[i].slot_bytes);
+            if (!pa.src[ch] || !pb.src[ch]) {
+                check(0, "memory for the address pieces");
+                return 1;
+            }
+        }
         pthread_t ta, tb;
         pthread_create(&ta, NULL, pump_main, &pa);
         pthread_create(&tb, NULL, pump_main, &pb);
         pthread_join(ta, NULL);
         pthread_join(tb, NULL);
-        char what[128];
-        snprintf(what, sizeof what, "%d pieces each way on %d channels, %u slots of %zu bytes%s: all intact",
-                 NPIECES, NCH, cfg[i].nslots, cfg[i].slot_bytes, cfg[i].slow ? ", slow reader" : "");
+        char what[160];
+        snprintf(what, sizeof what, "%d pieces each way on %d channels, %u slots of %zu bytes%s%s: all intact",
+                 NPIECES, NCH, cfg[i].nslots, cfg[i].slot_bytes, cfg[i].slow ? ", slow reader" : "",
+                 cfg[i].direct ? ", large ones posted as addresses" : "");
         check(pa.bad == 0 && pb.bad == 0, what);
         int lost = -1;
         check(orb_tcp_check(a.net, &lost) == ORB_OK && orb_tcp_check(b.net, &lost) == ORB_OK, "nobody lost");
         orb_tcp_destroy(a.net);
         orb_tcp_destroy(b.net);
+        for (int ch = 0; ch < NCH; ch++) {
+            free(pa.src[ch]);
+            free(pb.src[ch]);
+        }
     }
+    return 0;
+}
+
+/* ---- settle --------------------------------------------------------------------------- */
+
+#define SETTLE_SRC (64u << 20) /* far more than the sockets and the reader's FIFO can hold */
+
+static uint8_t settle_byte(size_t off) { return (uint8_t)(off * 7 + (off >> 11) * 13 + 5); }
+
+static int mode_settle(void)
+{
+    const uint32_t nslots = 4;
+    const size_t slot = 256 << 10;
+    side_t a, b;
+    if (make_pair(&a, &b, nslots, slot) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    uint8_t *src = malloc(SETTLE_SRC);
+    if (!src) {
+        check(0, "memory for the source");
+        return 1;
+    }
+    for (size_t k = 0; k < SETTLE_SRC; k++)
+        src[k] = settle_byte(k);
+    /* Rank 0 posts address pieces on channel 0 while rank 1 reads nothing, until its FIFO has
+     * stayed full for half a second: the sockets and rank 1's FIFO hold what they can. */
+    orb_conn_t *sc = &a.send[1 * NCH + 0], *rc = &b.recv[0 * NCH + 0];
+    size_t posted = 0;
+    double full_since = 0;
+    while (posted < SETTLE_SRC / slot) {
+        orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
+        if (!h) {
+            if (!full_since)
+                full_since = orb_now();
+            else if (orb_now() - full_since > 0.5)
+                break;
+            usleep(1000);
+            continue;
+        }
+        full_since = 0;
+        *h = (orb_slot_hdr_t){.seq = posted, .nbytes = (uint32_t)slot, .sender = 0, .flags = ORB_PIECE_REMOTE,
+                              .addr = (uint64_t)(uintptr_t)(src + posted * slot)};
+        sc->ops->send_post(sc);
+        posted++;
+    }
+    const uint64_t unsent = sc->pos - atomic_load(&sc->ctrl->tail);
+    char what[200];
+    snprintf(what, sizeof what, "%zu pieces posted, %llu of them not yet taken by the socket", posted,
+             (unsigned long long)unsent);
+    check(posted < SETTLE_SRC / slot && unsent > 0, what);
+    sc->ops->settle(sc);
+    memset(src, 0xEE, SETTLE_SRC); /* the caller reuses its buffer */
+    size_t got = 0, bad = 0;
+    double deadline = orb_now() + 30;
+    while (got < posted && orb_now() < deadline) {
+        orb_slot_hdr_t *h = rc->ops->recv_acquire(rc);
+        if (!h) {
+            sched_yield();
+            continue;
+        }
+        int ok = h->seq == got && h->nbytes == slot && h->flags == 0 && h->addr == 0;
+        const uint8_t *d = (const uint8_t *)(h + 1);
+        for (size_t k = 0; ok && k < slot; k++)
+            ok = d[k] == settle_byte(got * slot + k);
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "piece %zu (of %zu, the last %llu settled) is wrong\n", got, posted,
+                    (unsigned long long)unsent);
+        rc->ops->recv_release(rc);
+        got++;
+    }
+    snprintf(what, sizeof what, "all %zu pieces arrive with the bytes they had when posted (got %zu, %zu wrong)",
+             posted, got, bad);
+    check(got == posted && bad == 0, what);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
+    free(src);
     return 0;
 }
 
@@ -470,7 +574,7 @@ static int mode_handshake(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: test_tcp wire|data|errors|handshake\n");
+        fprintf(stderr, "usage: test_tcp wire|data|settle|errors|handshake\n");
         return 2;
     }
     setenv("ORBIT_SOCKET_IFNAME", "lo", 0); /* both "hosts" are this one */
@@ -479,6 +583,8 @@ int main(int argc, char **argv)
         rc = mode_wire();
     else if (!strcmp(argv[1], "data"))
         rc = mode_data();
+    else if (!strcmp(argv[1], "settle"))
+        rc = mode_settle();
     else if (!strcmp(argv[1], "errors"))
         rc = mode_errors();
     else if (!strcmp(argv[1], "handshake"))

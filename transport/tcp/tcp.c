@@ -220,6 +220,9 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
             snprintf(err, errlen, "cannot set up the TCP connections: %s", orb_strerror(st));
         return st;
     }
+    /* a rank's own choice: its peers receive ordinary pieces either way */
+    const double dv = orb_param_num(ORB_PARAM_TCP_DIRECT_BYTES);
+    const size_t direct = dv >= 1 ? (size_t)dv : 0;
     for (int i = 0; i < npeers; i++)
         for (int ch = 0; ch < net->nchannels; ch++) {
             size_t ci = (size_t)peers[i] * (size_t)net->nchannels + (size_t)ch;
@@ -227,7 +230,7 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
             orb_tcp_fifo_t *tx = &c->tx, *rx = &c->rx;
             send[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &tx->ctrl,
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
-                                    .nslots = net->nslots, .pos = 0, .wake = tx};
+                                    .nslots = net->nslots, .pos = 0, .wake = tx, .local_send = direct};
             recv[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
                                     .slots = rx->slots, .slot_stride = rx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = rx};

@@ -8,6 +8,7 @@
  * an eventfd only when it sleeps and work was left for it. While the executor polls and the
  * pieces are small the thread does not even listen for incoming data ("deaf", below). */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -115,12 +116,35 @@ static void tcp_recv_release(orb_conn_t *c)
     }
 }
 
+/* A failed call's pieces still posted as addresses (local_send) are copied into their slots
+ * while the channel's tx lock is held: the writer reads each slot's flag again before every
+ * write, so the caller's buffer is free once this returns. The other holder of the lock only
+ * ever makes non-blocking writes: the wait is short. */
+static void tcp_settle(orb_conn_t *c)
+{
+    orb_tcp_chan_t *ch = chan_of(c);
+    while (!orb_tcp_trylock(&ch->tx_lock))
+        sched_yield();
+    for (uint64_t seq = atomic_load(&c->ctrl->tail); seq < c->pos; seq++) {
+        orb_slot_hdr_t *h = (orb_slot_hdr_t *)(c->slots + (seq % c->nslots) * c->slot_stride);
+        if (h->flags & ORB_PIECE_REMOTE) {
+            memcpy(h + 1, (const void *)(uintptr_t)h->addr, h->nbytes);
+            h->flags &= ~ORB_PIECE_REMOTE;
+            h->addr = 0;
+        }
+    }
+    orb_tcp_unlock(&ch->tx_lock);
+    if (atomic_exchange(&ch->skipped_tx, 0))
+        orb_tcp_kick(ch->net);
+}
+
 const orb_conn_ops_t orb_tcp_conn_ops = {
     .name = "tcp",
     .send_acquire = tcp_send_acquire,
     .send_post = tcp_send_post,
     .recv_acquire = tcp_recv_acquire,
     .recv_release = tcp_recv_release,
+    .settle = tcp_settle,
 };
 
 /* ---- failures ------------------------------------------------------------------------- */

@@ -38,6 +38,9 @@ static int tx_sock(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
             }
             s->tx_frame = (orb_tcp_frame_t){.magic = ORB_TCP_FRAME_MAGIC, .len = len, .off = off,
                                             .seq = (uint32_t)s->tx_seq, .hdr = *h};
+            /* a piece posted as an address arrives as an ordinary one */
+            s->tx_frame.hdr.flags &= ~ORB_PIECE_REMOTE;
+            s->tx_frame.hdr.addr = 0;
             s->tx_done = 0;
             s->tx_busy = 1;
         }
@@ -45,7 +48,9 @@ static int tx_sock(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
         if (ev == s->wr_seen)
             break; /* EAGAIN last time and no EPOLLOUT since */
         const size_t pre = sizeof s->tx_frame;
-        char *payload = (char *)(slot_at(r, s->tx_seq) + 1) + s->tx_frame.off;
+        /* read each time: settle (tcp_progress.c) may have moved an address piece into its slot */
+        const orb_slot_hdr_t *h = slot_at(r, s->tx_seq);
+        char *payload = ((h->flags & ORB_PIECE_REMOTE) ? (char *)(uintptr_t)h->addr : (char *)(h + 1)) + s->tx_frame.off;
         struct iovec iov[2];
         int niov = 0;
         if (s->tx_done < pre)
