@@ -4,6 +4,9 @@
  *   test_robust timeout    a rank that sleeps -> ORB_ERR_TIMEOUT naming the call and the peer
  *   test_robust abort      orb_comm_abort from another thread unblocks a waiting call
  *   test_robust stranger   garbage on the bootstrap port during init does not disturb it
+ *   test_robust tcpsettle  2 ranks on pretend hosts (TCP): rank 0's send times out with pieces
+ *                          still to go out of its buffer, which it then overwrites; what rank 1
+ *                          receives afterwards is what the buffer held during the call
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -269,6 +272,68 @@ static int mode_timeout(void)
     return finish(1);
 }
 
+/* ---- tcpsettle ----------------------------------------------------------------------- */
+
+/* More than the sockets and rank 1's FIFOs take while it sleeps: 41 MiB here, with one socket
+ * a channel (the kernel doubles the 4 MiB buffers orbit asks for, and caps them there). */
+#define SETTLE_BYTES (128u << 20)
+
+/* 1..0xEC: never 0 (rank 1's fill) nor 0xEE (rank 0's overwrite) */
+static uint8_t settle_byte(size_t k) { return (uint8_t)(1 + (k * 7 + (k >> 12)) % 0xEC); }
+
+static int mode_tcpsettle(void)
+{
+    const char *r = getenv("RANK");
+    char host[32];
+    snprintf(host, sizeof host, "settle-h%s", r ? r : "?");
+    setenv("ORBIT_HOSTID", host, 1); /* each rank a host of its own: TCP between them */
+    setenv("ORBIT_NSOCKS", "1", 1);
+    setenv("ORBIT_TIMEOUT", r && !strcmp(r, "0") ? "1.5" : "3", 1);
+    orb_comm_t c = init();
+    uint8_t *buf = malloc(SETTLE_BYTES);
+    if (!buf || nranks != 2) {
+        fprintf(stderr, "FAIL rank %d: needs 2 ranks and %u bytes\n", rank, SETTLE_BYTES);
+        return 1;
+    }
+    char detail[256];
+    if (rank == 0) {
+        for (size_t k = 0; k < SETTLE_BYTES; k++)
+            buf[k] = settle_byte(k);
+        /* Rank 1 sleeps: the sockets fill, pieces posted from buf wait, the send times out. */
+        orb_status_t st = orb_send(buf, SETTLE_BYTES, ORB_UINT8, 1, c, NULL);
+        snprintf(detail, sizeof detail, "%s: %s", orb_status_name(st), orb_comm_last_error(c));
+        check(st == ORB_ERR_TIMEOUT && strstr(orb_comm_last_error(c), "send/recv from rank 0") &&
+                  strstr(orb_comm_last_error(c), "waits for rank 1"),
+              "a send to a sleeping rank times out", detail);
+        memset(buf, 0xEE, SETTLE_BYTES); /* the caller's buffer is its own again */
+        sleep(8); /* rank 1 takes what it can meanwhile (destroy after an error sends nothing more) */
+    } else {
+        sleep(3);
+        memset(buf, 0, SETTLE_BYTES);
+        orb_status_t st = orb_recv(buf, SETTLE_BYTES, ORB_UINT8, 0, c, NULL);
+        size_t good = 0, zero = 0, bad = 0, first_bad = 0;
+        for (size_t k = 0; k < SETTLE_BYTES; k++) {
+            if (buf[k] == settle_byte(k))
+                good++;
+            else if (buf[k] == 0)
+                zero++;
+            else if (bad++ == 0)
+                first_bad = k;
+        }
+        snprintf(detail, sizeof detail, "recv %s; %zu bytes as sent, %zu never came, %zu wrong (the first at %zu: "
+                 "0x%02x)", orb_status_name(st), good, zero, bad, first_bad, bad ? buf[first_bad] : 0);
+        printf("rank 1: %s\n", detail);
+        /* at least what the sockets held when rank 0 gave up must have come, and nothing else */
+        check(st != ORB_OK && bad == 0 && good >= (1u << 20), "the bytes that come are the ones sent", detail);
+    }
+    free(buf);
+    orb_comm_destroy(c);
+    unsetenv("ORBIT_TIMEOUT");
+    unsetenv("ORBIT_HOSTID");
+    unsetenv("ORBIT_NSOCKS");
+    return finish(1);
+}
+
 /* ---- abort --------------------------------------------------------------------------- */
 
 static void *aborter(void *p)
@@ -469,6 +534,8 @@ int main(int argc, char **argv)
         return mode_abort();
     if (!strcmp(argv[1], "stranger"))
         return mode_stranger();
+    if (!strcmp(argv[1], "tcpsettle"))
+        return mode_tcpsettle();
     if (!strcmp(argv[1], "forever")) { /* for the launcher-kill test */
         orb_comm_t c = init();
         float x = 1, y;
