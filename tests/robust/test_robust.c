@@ -6,7 +6,8 @@
  *   test_robust stranger   garbage on the bootstrap port during init does not disturb it
  *   test_robust tcpsettle  2 ranks on pretend hosts (TCP): rank 0's send times out with pieces
  *                          still to go out of its buffer, which it then overwrites; what rank 1
- *                          receives afterwards is what the buffer held during the call
+ *                          receives afterwards (it starts once rank 0's send has returned) is
+ *                          what the buffer held during the call
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -278,6 +279,32 @@ static int mode_timeout(void)
  * a channel (the kernel doubles the 4 MiB buffers orbit asks for, and caps them there). */
 #define SETTLE_BYTES (128u << 20)
 
+/* The two ranks take turns through files in /dev/shm, outside orbit and without timing:
+ * rank 1 reads only after rank 0's send has failed, rank 0 leaves only after rank 1 read. */
+static void settle_mark(const char *what)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/dev/shm/orbit-tcpsettle-%d-%s", (int)getppid(), what);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+static int settle_wait(const char *what)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/dev/shm/orbit-tcpsettle-%d-%s", (int)getppid(), what);
+    for (int i = 0; i < 9000; i++) { /* 90 s */
+        if (access(path, F_OK) == 0) {
+            unlink(path);
+            return 1;
+        }
+        usleep(10000);
+    }
+    fprintf(stderr, "FAIL rank %d: %s never appeared\n", rank, path);
+    return 0;
+}
+
 /* 1..0xEC: never 0 (rank 1's fill) nor 0xEE (rank 0's overwrite) */
 static uint8_t settle_byte(size_t k) { return (uint8_t)(1 + (k * 7 + (k >> 12)) % 0xEC); }
 
@@ -288,7 +315,7 @@ static int mode_tcpsettle(void)
     snprintf(host, sizeof host, "settle-h%s", r ? r : "?");
     setenv("ORBIT_HOSTID", host, 1); /* each rank a host of its own: TCP between them */
     setenv("ORBIT_NSOCKS", "1", 1);
-    setenv("ORBIT_TIMEOUT", r && !strcmp(r, "0") ? "1.5" : "3", 1);
+    setenv("ORBIT_TIMEOUT", r && !strcmp(r, "0") ? "1.5" : "5", 1);
     orb_comm_t c = init();
     uint8_t *buf = malloc(SETTLE_BYTES);
     if (!buf || nranks != 2) {
@@ -299,17 +326,20 @@ static int mode_tcpsettle(void)
     if (rank == 0) {
         for (size_t k = 0; k < SETTLE_BYTES; k++)
             buf[k] = settle_byte(k);
-        /* Rank 1 sleeps: the sockets fill, pieces posted from buf wait, the send times out. */
+        /* Rank 1 waits: the sockets fill, pieces posted from buf wait, the send times out. */
         orb_status_t st = orb_send(buf, SETTLE_BYTES, ORB_UINT8, 1, c, NULL);
         snprintf(detail, sizeof detail, "%s: %s", orb_status_name(st), orb_comm_last_error(c));
         check(st == ORB_ERR_TIMEOUT && strstr(orb_comm_last_error(c), "send/recv from rank 0") &&
                   strstr(orb_comm_last_error(c), "waits for rank 1"),
               "a send to a sleeping rank times out", detail);
         memset(buf, 0xEE, SETTLE_BYTES); /* the caller's buffer is its own again */
-        sleep(8); /* rank 1 takes what it can meanwhile (destroy after an error sends nothing more) */
+        settle_mark("sent");
+        if (!settle_wait("read")) /* destroy after an error sends nothing more: stay till then */
+            return 1;
     } else {
-        sleep(3);
         memset(buf, 0, SETTLE_BYTES);
+        if (!settle_wait("sent"))
+            return 1;
         orb_status_t st = orb_recv(buf, SETTLE_BYTES, ORB_UINT8, 0, c, NULL);
         size_t good = 0, zero = 0, bad = 0, first_bad = 0;
         for (size_t k = 0; k < SETTLE_BYTES; k++) {
@@ -323,6 +353,7 @@ static int mode_tcpsettle(void)
         snprintf(detail, sizeof detail, "recv %s; %zu bytes as sent, %zu never came, %zu wrong (the first at %zu: "
                  "0x%02x)", orb_status_name(st), good, zero, bad, first_bad, bad ? buf[first_bad] : 0);
         printf("rank 1: %s\n", detail);
+        settle_mark("read");
         /* at least what the sockets held when rank 0 gave up must have come, and nothing else */
         check(st != ORB_OK && bad == 0 && good >= (1u << 20), "the bytes that come are the ones sent", detail);
     }
