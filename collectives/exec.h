@@ -30,17 +30,14 @@ typedef struct {
     int sync_next, sync_prev;
     uint64_t trace_id; /* the call's id in the tracer's records (env->trace) */
     int stream_out;    /* copies into out bypass the caches (an output larger than they are) */
-    /* Peers may read in (out) in place until the call ends: this call never writes it, so
-     * pieces from it may travel as addresses (single copy, transport/cma.h). */
-    int cma_in, cma_out;
-    /* This call never writes in (out): pieces from it may go as addresses to connections
-     * whose transport reads them itself (orb_conn_t.local_send: tcp), whatever their size. */
-    int local_in, local_out;
+    /* This call never writes in (out), so pieces from it may travel as addresses on
+     * connections whose orb_conn_t.addr_kind is among these (ORB_ADDR_* bits; 0: none). */
+    unsigned addr_in, addr_out;
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
     /* per lane, the connection and position of its last piece sent as an address: the call
-     * ends only once the receiver (or the transport, local_send) has released it (read it) */
+     * ends only once its reader (orb_conn_t.addr_kind) has released it */
     orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
     uint64_t cma_pos[ORB_MAX_CHANNELS];
     int sync_sent, sync_recvd;
@@ -85,8 +82,6 @@ typedef struct {
     /* Tell a peer this call failed (mismatch), so it fails too instead of waiting. */
     void (*post_error)(void *ctx, int peer, orb_status_t st, const char *msg);
     size_t slot_bytes; /* payload per slot, for messages */
-    size_t cma_min_piece; /* pieces this large of calls that allow it (cma_in, cma_out) go as addresses
-                           * where the connection allows (0: never) */
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */

@@ -345,12 +345,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
          * address, when the receiver can read us (or the transport sends from it itself) and
          * this lane's previous such piece went the same way or was read already (one pending
          * connection a lane). */
-        const int remote = sc && !rc && (sc->cma_send || sc->local_send) &&
+        const int remote = sc && !rc && sc->addr_kind && n * esz >= sc->addr_min &&
                            !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
-                           ((sc->cma_send && env->cma_min_piece && n * esz >= env->cma_min_piece &&
-                             ((s->src_buf == ORB_BUF_INPUT && o->cma_in) || (s->src_buf == ORB_BUF_OUTPUT && o->cma_out))) ||
-                            (sc->local_send && n * esz >= sc->local_send &&
-                             ((s->src_buf == ORB_BUF_INPUT && o->local_in) || (s->src_buf == ORB_BUF_OUTPUT && o->local_out)))) &&
+                           (sc->addr_kind & (s->src_buf == ORB_BUF_INPUT    ? o->addr_in
+                                             : s->src_buf == ORB_BUF_OUTPUT ? o->addr_out
+                                                                            : 0u)) &&
                            (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
                             orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
 
@@ -457,7 +456,7 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
         for (int ch = 0; ch < o->plan->nlanes && n < len; ch++) {
             const orb_lane_t *l = &o->plan->lanes[ch];
             if (o->step[ch] >= l->nsteps) {
-                if (o->cma_conn[ch] && o->cma_conn[ch]->local_send)
+                if (o->cma_conn[ch] && o->cma_conn[ch]->addr_kind == ORB_ADDR_LOCAL)
                     n += (size_t)snprintf(buf + n, len - n, "%s%s, channel %d: waits for its connection to rank %d "
                                           "to take its last piece (sent from the buffer)", n ? "; " : "", sig, ch,
                                           o->cma_conn[ch]->peer);

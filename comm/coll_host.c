@@ -42,7 +42,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->sync_prev = p->sync_prev;
     op->trace_id = p->trace_id;
     op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= orb_comm_stream_bytes();
-    op->cma_in = op->cma_out = op->local_in = op->local_out = 0;
+    op->addr_in = op->addr_out = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
@@ -97,7 +97,7 @@ static void untouched(const orb_prepared_t *p, const orb_exec_op_t *ops, int n, 
  * gather, whose root is the busy end already (2 ranks, 2 and 4 MiB: 1.15x and 1.10x slower
  * single-copy).
  *
- * Transports that send from the caller's buffer themselves (tcp, local_send) take any call
+ * Transports that send from the caller's buffer themselves (ORB_ADDR_LOCAL: tcp) take any call
  * with pieces that large: the kernel copies the piece to the wire either way, so the copy
  * into the slot is saved on the sender's own core and nothing moves elsewhere. */
 static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
@@ -109,14 +109,13 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_
                     coll != ORB_COLL_GATHER && coll != ORB_COLL_BARRIER;
     const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
                       (ib >= c->local_send_bytes || p[k].plan->out_count * esz >= c->local_send_bytes);
-    if (!cma && !local)
+    const unsigned kinds = (cma ? ORB_ADDR_PEER : 0u) | (local ? ORB_ADDR_LOCAL : 0u);
+    if (!kinds)
         return;
     int in, out;
     untouched(p, ops, n, k, ib, &in, &out);
-    op->cma_in = cma && in;
-    op->cma_out = cma && out;
-    op->local_in = local && in;
-    op->local_out = local && out;
+    op->addr_in = in ? kinds : 0;
+    op->addr_out = out ? kinds : 0;
 }
 
 /* Not broken, not aborted, no error posted by a peer: the communicator may run calls. */

@@ -52,9 +52,13 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     for (int p = 0; p < n; p++) {
         const int i_read = can[(size_t)me * (size_t)n + (size_t)p], p_reads = can[(size_t)p * (size_t)n + (size_t)me];
         writable += p_reads;
+        if (!orb_comm_peer_shm(c, p)) /* other transports set their own (tcp: ORB_ADDR_LOCAL) */
+            continue;
         for (int ch = 0; ch < c->nchannels; ch++) {
+            orb_conn_t *s = &c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch];
             c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_pid = i_read ? c->bs.cards[p].pid : 0;
-            c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_send = p_reads;
+            s->addr_kind = p_reads && on ? ORB_ADDR_PEER : 0;
+            s->addr_min = ORB_CMA_MIN_PIECE;
         }
     }
     if (on && local)
@@ -66,8 +70,8 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
     c->local_send_bytes = 0;
     for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {
-        const size_t b = c->send[i].local_send;
-        if (b && (!c->local_send_bytes || b < c->local_send_bytes))
+        const size_t b = c->send[i].addr_min;
+        if (c->send[i].addr_kind == ORB_ADDR_LOCAL && (!c->local_send_bytes || b < c->local_send_bytes))
             c->local_send_bytes = b;
     }
     free(cards);

@@ -79,6 +79,6 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
         .send = c->send, .recv = c->recv, .ctx = c, .doorbell = cb_doorbell, .sleep = cb_sleep,
         .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
         .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
-        .cma_min_piece = c->cma_bytes ? ORB_CMA_MIN_PIECE : 0, .due = &c->due,
+        .due = &c->due,
     };
 }

@@ -50,7 +50,7 @@ struct orb_comm {
     size_t slot_bytes;
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
-                              * buffer itself (orb_conn_t.local_send: tcp); 0: none does */
+                              * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
     double timeout_s;
     int check_signatures;
     int deterministic; /* reductions in rank order (ORBIT_DETERMINISTIC, orb_comm_set_deterministic) */

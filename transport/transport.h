@@ -24,7 +24,8 @@ typedef struct {
     /* The next full slot, or NULL when none has arrived. */
     orb_slot_hdr_t *(*recv_acquire)(orb_conn_t *c);
     void (*recv_release)(orb_conn_t *c);
-    /* Send side, for transports that set local_send (NULL otherwise): copy every posted piece
+    /* Send side, for transports whose connections read pieces themselves (ORB_ADDR_LOCAL;
+     * NULL otherwise): copy every posted piece
      * that still travels as an address into its slot, so that nothing reads the caller's
      * buffer once the call has returned. The executor calls it when a call fails with such
      * pieces unsent; it may wait a moment for the transport's own thread, never for a peer. */
@@ -49,20 +50,30 @@ struct orb_conn {
     uint32_t nslots;
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
     void *wake;           /* transport-specific: whom to wake after post/release */
-    /* Single-copy pieces (cma.h), same-host shared memory only. Receive side: the peer's pid,
-     * whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). Send side:
-     * 1 when the peer can read ours, so a piece may travel as an address. */
+    /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
+     * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */
     int32_t cma_pid;
-    int cma_send;
-    /* Send side: pieces of at least this many bytes may be posted as addresses in this
-     * process (ORB_PIECE_REMOTE) that the transport itself reads when it puts them on the
-     * wire (tcp: sendmsg straight from the caller's buffer, no copy into the slot first); the
-     * peer receives them as ordinary pieces. 0: never. */
-    size_t local_send;
+    /* Send side: pieces of at least addr_min bytes may be posted as addresses in this process
+     * (ORB_PIECE_REMOTE) instead of being copied into the slot, and addr_kind says who reads
+     * them there (0: nobody, every piece is copied). */
+    uint32_t addr_kind;
+    size_t addr_min;
 };
 
-/* Send side of a connection that posts pieces as addresses: has the receiver (shm) or the
- * transport (local_send) released every slot up to pos, so read everything posted before? */
+/* Who reads a piece posted as an address. */
+#define ORB_ADDR_PEER 1u  /* the receiver, with one copy (process_vm_readv, cma.h) */
+#define ORB_ADDR_LOCAL 2u /* this rank's transport, as it puts the piece on the wire (tcp: sendmsg
+                           * from the caller's buffer); the peer receives an ordinary piece */
+
+/* The slot of position seq of a FIFO. */
+static inline orb_slot_hdr_t *orb_conn_slot(const orb_conn_t *c, uint64_t seq)
+{
+    return (orb_slot_hdr_t *)(c->slots + (seq % c->nslots) * c->slot_stride);
+}
+
+/* Send side of a connection that posts pieces as addresses: has the receiver (ORB_ADDR_PEER)
+ * or the transport (ORB_ADDR_LOCAL) released every slot up to pos, so read everything posted
+ * before? */
 static inline int orb_conn_released(const orb_conn_t *c, uint64_t pos)
 {
     return atomic_load_explicit(&c->ctrl->tail, memory_order_acquire) >= pos;

@@ -34,7 +34,7 @@ static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c)
     uint64_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
     if (c->pos - tail >= c->nslots)
         return NULL;
-    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+    return orb_conn_slot(c, c->pos);
 }
 
 static void shm_send_post(orb_conn_t *c)
@@ -48,7 +48,7 @@ static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
     uint64_t head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
     if (head == c->pos)
         return NULL;
-    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+    return orb_conn_slot(c, c->pos);
 }
 
 static void shm_recv_release(orb_conn_t *c)

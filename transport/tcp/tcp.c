@@ -230,7 +230,8 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
             orb_tcp_fifo_t *tx = &c->tx, *rx = &c->rx;
             send[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &tx->ctrl,
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
-                                    .nslots = net->nslots, .pos = 0, .wake = tx, .local_send = direct};
+                                    .nslots = net->nslots, .pos = 0, .wake = tx,
+                                    .addr_kind = direct ? ORB_ADDR_LOCAL : 0, .addr_min = direct};
             recv[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
                                     .slots = rx->slots, .slot_stride = rx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = rx};

@@ -58,14 +58,14 @@ static orb_slot_hdr_t *tcp_send_acquire(orb_conn_t *c)
     want(&chan_of(c)->want_tx, full);
     if (full)
         return NULL;
-    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+    return orb_conn_slot(c, c->pos);
 }
 
 static void tcp_send_post(orb_conn_t *c)
 {
     orb_tcp_chan_t *ch = chan_of(c);
     polled(ch->net);
-    int big = ((const orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride))->nbytes >= ORB_TCP_BIG_BYTES;
+    int big = orb_conn_slot(c, c->pos)->nbytes >= ORB_TCP_BIG_BYTES;
     if (atomic_load_explicit(&ch->net->big, memory_order_relaxed) != big)
         atomic_store_explicit(&ch->net->big, big, memory_order_relaxed);
     /* seq_cst: pairs with the thread's store of idle before it looks at head once more */
@@ -103,7 +103,7 @@ static orb_slot_hdr_t *tcp_recv_acquire(orb_conn_t *c)
     } else {
         want(&chan_of(c)->want_rx, 0);
     }
-    return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride);
+    return orb_conn_slot(c, c->pos);
 }
 
 static void tcp_recv_release(orb_conn_t *c)
@@ -116,7 +116,7 @@ static void tcp_recv_release(orb_conn_t *c)
     }
 }
 
-/* A failed call's pieces still posted as addresses (local_send) are copied into their slots
+/* A failed call's pieces still posted as addresses (ORB_ADDR_LOCAL) are copied into their slots
  * while the channel's tx lock is held: the writer reads each slot's flag again before every
  * write, so the caller's buffer is free once this returns. The other holder of the lock only
  * ever makes non-blocking writes: the wait is short. */
@@ -126,7 +126,7 @@ static void tcp_settle(orb_conn_t *c)
     while (!orb_tcp_trylock(&ch->tx_lock))
         sched_yield();
     for (uint64_t seq = atomic_load(&c->ctrl->tail); seq < c->pos; seq++) {
-        orb_slot_hdr_t *h = (orb_slot_hdr_t *)(c->slots + (seq % c->nslots) * c->slot_stride);
+        orb_slot_hdr_t *h = orb_conn_slot(c, seq);
         if (h->flags & ORB_PIECE_REMOTE) {
             memcpy(h + 1, (const void *)(uintptr_t)h->addr, h->nbytes);
             h->flags &= ~ORB_PIECE_REMOTE;
