@@ -30,9 +30,14 @@ typedef struct {
     int sync_next, sync_prev;
     uint64_t trace_id; /* the call's id in the tracer's records (env->trace) */
     int stream_out;    /* copies into out bypass the caches (an output larger than they are) */
-    /* This call never writes in (out), so pieces from it may travel as addresses on
-     * connections whose orb_conn_t.addr_kind is among these (ORB_ADDR_* bits; 0: none). */
+    /* Pieces from in (out) may travel as addresses on connections whose orb_conn_t.addr_kind
+     * is among these (ORB_ADDR_* bits; 0: none): the call never writes that buffer, or
+     * guard_writes is set and only connections that can take a piece back (settle) are among
+     * them. */
     unsigned addr_in, addr_out;
+    /* The plan may write where a piece still waits to leave as an address: before each write
+     * the executor settles the lanes whose unsent address pieces it would overwrite. */
+    int guard_writes;
     /* progress, owned by the executor */
     size_t step[ORB_MAX_CHANNELS];
     size_t done[ORB_MAX_CHANNELS];
@@ -40,6 +45,9 @@ typedef struct {
      * ends only once its reader (orb_conn_t.addr_kind) has released it */
     orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
     uint64_t cma_pos[ORB_MAX_CHANNELS];
+    /* with guard_writes: the bytes [addr_lo, addr_hi) span the lane's address pieces that may
+     * not have left yet (empty: addr_lo == addr_hi) */
+    uintptr_t addr_lo[ORB_MAX_CHANNELS], addr_hi[ORB_MAX_CHANNELS];
     int sync_sent, sync_recvd;
     /* The handshake's piece from sync_prev may stay due after the call (env->due): set for
      * rooted calls, whose senders otherwise wait a hop for a neighbour that has nothing to

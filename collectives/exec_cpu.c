@@ -178,6 +178,23 @@ static int lane0_takes_from(const orb_exec_op_t *o, int peer)
     return 0;
 }
 
+/* Before a step of o writes [dst, dst + len): a lane's address pieces that may still wait to
+ * leave from there are copied into their slots first (settle), so the transport sends what
+ * the buffer held when they were posted. Only with guard_writes, whose address pieces all go
+ * on connections that can settle (ORB_ADDR_LOCAL). */
+static void settle_under(orb_exec_op_t *o, const char *dst, size_t len)
+{
+    const uintptr_t lo = (uintptr_t)dst, hi = lo + len;
+    for (int l = 0; l < o->plan->nlanes; l++) {
+        if (o->addr_lo[l] >= hi || lo >= o->addr_hi[l]) /* also the empty span */
+            continue;
+        orb_conn_t *c = o->cma_conn[l];
+        if (c && !orb_conn_released(c, o->cma_pos[l]) && c->ops->settle)
+            c->ops->settle(c);
+        o->addr_lo[l] = o->addr_hi[l] = 0;
+    }
+}
+
 /* The handshake: returns pieces moved (>= 0) or a negative status. */
 static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, blocked_t *b, char *err,
                          size_t errlen)
@@ -362,6 +379,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         char *dst = NULL;
         if (props & ORB_STEP_WRITES_DST)
             dst = (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
+        if (dst && o->guard_writes)
+            settle_under(o, dst, n * esz);
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         /* The value goes to dst and/or the outgoing piece: first wherever it is written. */
@@ -418,6 +437,12 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             if (remote) {
                 o->cma_conn[ch] = sc;
                 o->cma_pos[ch] = sc->pos;
+                if (o->guard_writes) {
+                    const uintptr_t lo = (uintptr_t)src, hi = lo + n * esz;
+                    const int empty = o->addr_lo[ch] == o->addr_hi[ch];
+                    o->addr_lo[ch] = empty || lo < o->addr_lo[ch] ? lo : o->addr_lo[ch];
+                    o->addr_hi[ch] = empty || hi > o->addr_hi[ch] ? hi : o->addr_hi[ch];
+                }
             }
         }
         if (rh)
@@ -549,6 +574,7 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
         for (int ch = 0; ch < o->plan->nlanes; ch++) {
             o->step[ch] = o->done[ch] = 0;
             o->cma_conn[ch] = NULL;
+            o->addr_lo[ch] = o->addr_hi[ch] = 0;
         }
         o->sync_sent = o->sync_recvd = 0;
         const orb_step_t *first = o->plan->nlanes && o->plan->lanes[0].nsteps ? &o->plan->lanes[0].steps[0] : NULL;

@@ -43,6 +43,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->trace_id = p->trace_id;
     op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= orb_comm_stream_bytes();
     op->addr_in = op->addr_out = 0;
+    op->guard_writes = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);
     if (p->a.coll == ORB_COLL_BARRIER) {
         op->in = op->out = &c->barrier_byte; /* one byte moves; only its arrival matters */
@@ -99,7 +100,13 @@ static void untouched(const orb_prepared_t *p, const orb_exec_op_t *ops, int n, 
  *
  * Transports that send from the caller's buffer themselves (ORB_ADDR_LOCAL: tcp) take any call
  * with pieces that large: the kernel copies the piece to the wire either way, so the copy
- * into the slot is saved on the sender's own core and nothing moves elsewhere. */
+ * into the slot is saved on the sender's own core and nothing moves elsewhere. They can also
+ * take a piece back (settle: copy it into its slot while it waits), so a call alone may send
+ * them even from a buffer its plan writes - the in-place all-reduce of every gradient bucket -
+ * with the executor settling a lane's unsent pieces before it writes over them
+ * (guard_writes). In the ring and the exchange that never happens (a region is rewritten only
+ * with data that the peer made from the piece, which must have left first); in the in-place
+ * all-to-all it does (a block is received where it was just sent from). */
 static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
 {
     orb_exec_op_t *op = &ops[k];
@@ -116,6 +123,11 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_
     untouched(p, ops, n, k, ib, &in, &out);
     op->addr_in = in ? kinds : 0;
     op->addr_out = out ? kinds : 0;
+    if (n == 1 && (kinds & ORB_ADDR_LOCAL) && ((!in && op->in) || (!out && op->out))) {
+        op->addr_in |= op->in ? ORB_ADDR_LOCAL : 0u;
+        op->addr_out |= op->out ? ORB_ADDR_LOCAL : 0u;
+        op->guard_writes = 1;
+    }
 }
 
 /* Not broken, not aborted, no error posted by a peer: the communicator may run calls. */
