@@ -9,6 +9,11 @@
  *   test_tcp settle    address pieces the sockets could not take yet are copied into their
  *                      slots by settle: the sender's buffer changed afterwards, the reader
  *                      still gets what it held when the pieces were posted
+ *   test_tcp guard     the executor (exec_cpu.c) on rank 0 runs a send from a buffer as an
+ *                      address piece the full socket cannot take yet, then a receive into the
+ *                      same bytes: it must settle the piece before it writes, so rank 1 gets
+ *                      what the buffer held when the send was posted (an in-place all-to-all
+ *                      on a congested link)
  *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
  *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
  *   test_tcp handshake strangers at the listener are dropped; a settings mismatch fails both
@@ -25,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collectives/exec.h"
 #include "core/clock.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tcp/tcp_wire.h"
@@ -407,6 +413,187 @@ static int mode_settle(void)
     return 0;
 }
 
+/* ---- the executor's write guard ------------------------------------------------------- */
+
+static _Atomic int exec_waits; /* set once rank 0's executor has nothing left but to wait */
+
+static uint32_t env_doorbell(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static void env_sleep(void *ctx, uint32_t seen, double max_s)
+{
+    (void)ctx;
+    (void)seen;
+    (void)max_s;
+    atomic_store(&exec_waits, 1);
+    sched_yield();
+}
+
+static orb_status_t env_check(void *ctx, const int *waiting_on, int n, char *err, size_t errlen)
+{
+    (void)ctx;
+    (void)waiting_on;
+    (void)n;
+    (void)err;
+    (void)errlen;
+    return ORB_OK;
+}
+
+static void env_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
+{
+    (void)ctx;
+    (void)peer;
+    (void)st;
+    (void)msg;
+}
+
+static uint8_t guard_byte(int from, size_t k) { return (uint8_t)(from ? 0xA0 + k % 31 : 1 + (k * 13 + (k >> 10)) % 0x7f); }
+
+typedef struct {
+    orb_conn_t *rc; /* rank 1's side of channel 0 from rank 0 */
+    size_t backlog, slot;
+    size_t got, bad_last;
+    int last_ok;
+} drain_t;
+
+/* Rank 1 reads nothing until rank 0's executor only waits (its write is done), then all:
+ * the backlog, then the piece the executor sent as an address. */
+static void *drain_main(void *arg)
+{
+    drain_t *d = arg;
+    const double deadline = orb_now() + 30;
+    while (!atomic_load(&exec_waits) && orb_now() < deadline)
+        usleep(1000);
+    while (d->got < d->backlog + 1 && orb_now() < deadline) {
+        orb_slot_hdr_t *h = d->rc->ops->recv_acquire(d->rc);
+        if (!h) {
+            sched_yield();
+            continue;
+        }
+        if (d->got == d->backlog) { /* the executor's piece */
+            const uint8_t *p = (const uint8_t *)(h + 1);
+            d->last_ok = h->nbytes == d->slot;
+            for (size_t k = 0; k < d->slot; k++)
+                if (p[k] != guard_byte(0, k))
+                    d->bad_last++;
+            d->last_ok = d->last_ok && d->bad_last == 0;
+        }
+        d->rc->ops->recv_release(d->rc);
+        d->got++;
+    }
+    return NULL;
+}
+
+static int mode_guard(void)
+{
+    const uint32_t nslots = 2;
+    const size_t slot = 8 << 20; /* more than a socket takes at once when it opens again */
+    side_t a, b;
+    if (make_pair(&a, &b, nslots, slot) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_conn_t *sc = &a.send[1 * NCH + 0], *back = &b.send[0 * NCH + 0];
+    orb_conn_t *arc = &a.recv[1 * NCH + 0], *brc = &b.recv[0 * NCH + 0];
+    char what[256];
+    snprintf(what, sizeof what, "rank 0's connection sends from the buffer from %zu bytes (ORB_ADDR_LOCAL)",
+             sc->addr_min);
+    check(sc->addr_kind == ORB_ADDR_LOCAL && sc->addr_min > 0 && sc->addr_min <= slot, what);
+    uint8_t *buf = malloc(slot), *fill = malloc(slot);
+    if (!buf || !fill) {
+        check(0, "memory for the buffers");
+        return 1;
+    }
+    /* rank 1's piece for rank 0, there before rank 0's call starts */
+    orb_slot_hdr_t *h = back->ops->send_acquire(back);
+    *h = (orb_slot_hdr_t){.nbytes = (uint32_t)slot, .sender = 1};
+    for (size_t k = 0; k < slot; k++)
+        ((uint8_t *)(h + 1))[k] = guard_byte(1, k);
+    back->ops->send_post(back);
+    /* Rank 0 fills channel 0 with ordinary pieces while rank 1 reads nothing, until its FIFO
+     * has stayed full for half a second. Rank 1 then takes pieces one at a time until one of
+     * rank 0's slots opens: the sockets are full again behind it, a piece still waits in the
+     * FIFO, and the executor's piece will wait behind that one (a slot is more than a socket
+     * takes when it opens again). Rank 1 takes nothing more until the executor only waits. */
+    memset(fill, 0x11, slot);
+    size_t backlog = 0;
+    double full_since = 0;
+    for (;;) {
+        if (!(h = sc->ops->send_acquire(sc))) {
+            if (!full_since)
+                full_since = orb_now();
+            else if (orb_now() - full_since > 0.5)
+                break;
+            usleep(1000);
+            continue;
+        }
+        full_since = 0;
+        *h = (orb_slot_hdr_t){.seq = backlog, .nbytes = (uint32_t)slot};
+        memcpy(h + 1, fill, slot);
+        sc->ops->send_post(sc);
+        backlog++;
+    }
+    const double deadline = orb_now() + 30;
+    size_t taken = 0;
+    int opened = 0, arrived = 0;
+    while (!opened && taken < backlog && orb_now() < deadline) {
+        if (!brc->ops->recv_acquire(brc)) {
+            usleep(1000);
+            continue;
+        }
+        brc->ops->recv_release(brc);
+        taken++;
+        for (double t0 = orb_now(); !(opened = sc->ops->send_acquire(sc) != NULL) && orb_now() - t0 < 1;)
+            usleep(1000);
+    }
+    while (!(arrived = atomic_load(&arc->ctrl->head) != arc->pos) && orb_now() < deadline)
+        usleep(1000);
+    const uint64_t ahead = sc->pos - atomic_load(&sc->ctrl->tail);
+    snprintf(what, sizeof what, "%zu pieces posted, %zu taken: a slot opened (%d) with %llu still to go ahead, "
+             "rank 1's piece arrived (%d)", backlog, taken, opened, (unsigned long long)ahead, arrived);
+    check(opened && ahead > 0 && arrived, what);
+
+    /* Rank 0: send buf[0, slot) to rank 1, then receive rank 1's piece into the same bytes. */
+    for (size_t k = 0; k < slot; k++)
+        buf[k] = guard_byte(0, k);
+    orb_step_t steps[2] = {
+        {.kind = ORB_STEP_SEND, .src_buf = ORB_BUF_INPUT, .send_peer = 1, .recv_peer = -1, .count = slot},
+        {.kind = ORB_STEP_RECV, .src_buf = ORB_BUF_INPUT, .send_peer = -1, .recv_peer = 1, .count = slot}};
+    orb_plan_t plan = {.nlanes = 1};
+    plan.lanes[0].steps = steps;
+    plan.lanes[0].nsteps = 2;
+    orb_exec_op_t op = {.plan = &plan, .in = buf, .out = buf, .dtype = ORB_UINT8, .op = ORB_SUM, .sync_next = -1,
+                        .sync_prev = -1, .addr_in = ORB_ADDR_LOCAL, .addr_out = ORB_ADDR_LOCAL, .guard_writes = 1};
+    orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = NCH, .check_signatures = 0, .send = a.send,
+                          .recv = a.recv, .doorbell = env_doorbell, .sleep = env_sleep, .check = env_check,
+                          .post_error = env_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
+                          .yield_s = 50e-6};
+    drain_t d = {.rc = brc, .backlog = backlog - taken, .slot = slot};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_main, &d);
+    char err[512] = "";
+    orb_status_t st = orb_exec_run(&env, &op, 1, err, sizeof err);
+    pthread_join(t, NULL);
+    size_t wrong = 0;
+    for (size_t k = 0; k < slot; k++)
+        wrong += buf[k] != guard_byte(1, k);
+    snprintf(what, sizeof what, "the run ends (%s %s) with rank 1's piece in the buffer (%zu bytes wrong)",
+             orb_status_name(st), err, wrong);
+    check(st == ORB_OK && wrong == 0, what);
+    snprintf(what, sizeof what,
+             "rank 1 gets the buffer as it was when the send was posted (%zu of %zu pieces came; %zu bytes of the "
+             "last wrong)", d.got, d.backlog + 1, d.bad_last);
+    check(d.got == d.backlog + 1 && d.last_ok, what);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
+    free(buf);
+    free(fill);
+    return 0;
+}
+
 /* ---- errors and departures ------------------------------------------------------------ */
 
 static int wait_for(_Atomic int *v, double secs)
@@ -574,7 +761,7 @@ static int mode_handshake(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: test_tcp wire|data|settle|errors|handshake\n");
+        fprintf(stderr, "usage: test_tcp wire|data|settle|guard|errors|handshake\n");
         return 2;
     }
     setenv("ORBIT_SOCKET_IFNAME", "lo", 0); /* both "hosts" are this one */
@@ -585,6 +772,8 @@ int main(int argc, char **argv)
         rc = mode_data();
     else if (!strcmp(argv[1], "settle"))
         rc = mode_settle();
+    else if (!strcmp(argv[1], "guard"))
+        rc = mode_guard();
     else if (!strcmp(argv[1], "errors"))
         rc = mode_errors();
     else if (!strcmp(argv[1], "handshake"))
