@@ -19,7 +19,7 @@
     X(YIELD_US, "ORBIT_YIELD_US", 2000, "microseconds a waiting rank yields the CPU before it sleeps on a futex") \
     X(BIND, "ORBIT_BIND", 1, "1: bind each rank to its share of its NUMA node's cores (the whole node when it has more ranks than cores); 2: the whole node; 0: off")      \
     X(NSOCKS, "ORBIT_NSOCKS", 0, "TCP data connections per peer pair and channel (0: 1 with cubic/reno, 2 with a paced congestion control)") \
-    X(TCP_DIRECT_BYTES, "ORBIT_TCP_DIRECT_BYTES", 65536, "TCP: pieces of at least this many bytes that a call sends from a buffer it never writes go to the socket straight from that buffer, not copied into a slot first (0: always through the slot)") \
+    X(TCP_DIRECT_BYTES, "ORBIT_TCP_DIRECT_BYTES", 65536, "TCP: pieces of at least this many bytes that a call sends from its input or output go to the socket straight from that buffer, not copied into a slot first (a call in a group only from a buffer no call of the group writes; a call alone also from one its plan writes, in place: a piece not yet sent is copied into its slot before the call writes over it); 0: always through the slot") \
     X(IB_GID_INDEX, "ORBIT_IB_GID_INDEX", -1, "RoCE GID index to use (unset: the first RoCE v2 GID with an IPv4 address on an up interface)") \
     X(IB_TIMEOUT, "ORBIT_IB_TIMEOUT", 16, "RDMA ack timeout exponent: 4.096 us * 2^N per try, 7 retries (16: a silent peer is declared lost after about 2 s)") \
     X(TRACE_STEPS, "ORBIT_TRACE_STEPS", 0, "1: the tracer (ORBIT_TRACE) also records each plan step per channel: when it started, how long it waited for the peer, moved and reduced data (device calls: each lane's kernel start and end)") \
