@@ -100,7 +100,7 @@ int main(void)
         fprintf(stderr, "FAIL rank %d: no memory\n", rank);
         return 1;
     }
-    char what[64], detail[512];
+    char what[128], detail[512];
     for (int k = 0; k < 4; k++) {
         const int late = k % 2;
         for (int b = 0; b < 2; b++) {
