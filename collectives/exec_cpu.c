@@ -180,8 +180,9 @@ static int lane0_takes_from(const orb_exec_op_t *o, int peer)
 
 /* Before a step of o writes [dst, dst + len): a lane's address pieces that may still wait to
  * leave from there are copied into their slots first (settle), so the transport sends what
- * the buffer held when they were posted. Only with guard_writes, whose address pieces all go
- * on connections that can settle (ORB_ADDR_LOCAL). */
+ * the buffer held when they were posted. Only with guard_writes; a lane's pending pieces are on
+ * one connection (cma_conn), and those on connections without settle (shared memory) come from
+ * a buffer the call never writes, so no write lands on them. */
 static void settle_under(orb_exec_op_t *o, const char *dst, size_t len)
 {
     const uintptr_t lo = (uintptr_t)dst, hi = lo + len;

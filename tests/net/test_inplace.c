@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/take_turns.h"
 #include "orbit.h"
 
 static int rank, nranks;
@@ -32,30 +33,6 @@ static void check(int ok, const char *what, const char *detail)
     }
 }
 
-static void mark(const char *what)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/dev/shm/orbit-inplace-%d-%s", (int)getppid(), what);
-    FILE *f = fopen(path, "w");
-    if (f)
-        fclose(f);
-}
-
-static int wait_mark(const char *what)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/dev/shm/orbit-inplace-%d-%s", (int)getppid(), what);
-    for (int i = 0; i < 9000; i++) { /* 90 s */
-        if (access(path, F_OK) == 0) {
-            unlink(path);
-            return 1;
-        }
-        usleep(10000);
-    }
-    fprintf(stderr, "FAIL rank %d: %s never appeared\n", rank, path);
-    return 0;
-}
-
 /* What rank r holds at position i before round k: below 2^29, so a sum of two stays exact. */
 static int32_t value(int r, size_t i, int k) { return (int32_t)(((i * 2654435761u) ^ ((size_t)r << 27) ^ ((size_t)k << 20)) & 0x1fffffff); }
 
@@ -63,10 +40,10 @@ static int32_t value(int r, size_t i, int k) { return (int32_t)(((i * 2654435761
 static int take_turn(int late, const char *what)
 {
     if (rank != late) {
-        mark(what);
+        turn_mark("inplace", what);
         return 1;
     }
-    if (!wait_mark(what))
+    if (!turn_wait("inplace", what, rank))
         return 0;
     usleep(50000);
     return 1;

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,41 @@ static int mode_data(void)
 
 /* ---- settle --------------------------------------------------------------------------- */
 
+/* Rank 0 posts slot-sized pieces on sc while the reader takes nothing, until the FIFO has stayed
+ * full for half a second (the sockets and the reader's FIFO hold what they can) or max are
+ * posted. Piece k holds src + k * stride: as that address (ORB_PIECE_REMOTE) or copied into the
+ * slot. Returns how many it posted. */
+static size_t fill_channel(orb_conn_t *sc, size_t slot, size_t max, const uint8_t *src, size_t stride,
+                           int as_address)
+{
+    size_t posted = 0;
+    double full_since = 0;
+    while (posted < max) {
+        orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
+        if (!h) {
+            if (!full_since)
+                full_since = orb_now();
+            else if (orb_now() - full_since > 0.5)
+                break;
+            usleep(1000);
+            continue;
+        }
+        full_since = 0;
+        const uint8_t *p = src + posted * stride;
+        *h = (orb_slot_hdr_t){.seq = posted, .nbytes = (uint32_t)slot};
+        if (as_address) {
+            h->flags = ORB_PIECE_REMOTE;
+            h->addr = (uint64_t)(uintptr_t)p;
+        } else {
+            memcpy(h + 1, p, slot);
+        }
+        sc->ops->send_post(sc);
+        posted++;
+    }
+    return posted;
+}
+
+
 #define SETTLE_SRC (64u << 20) /* far more than the sockets and the reader's FIFO can hold */
 
 static uint8_t settle_byte(size_t off) { return (uint8_t)(off * 7 + (off >> 11) * 13 + 5); }
@@ -361,24 +397,7 @@ static int mode_settle(void)
     /* Rank 0 posts address pieces on channel 0 while rank 1 reads nothing, until its FIFO has
      * stayed full for half a second: the sockets and rank 1's FIFO hold what they can. */
     orb_conn_t *sc = &a.send[1 * NCH + 0], *rc = &b.recv[0 * NCH + 0];
-    size_t posted = 0;
-    double full_since = 0;
-    while (posted < SETTLE_SRC / slot) {
-        orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
-        if (!h) {
-            if (!full_since)
-                full_since = orb_now();
-            else if (orb_now() - full_since > 0.5)
-                break;
-            usleep(1000);
-            continue;
-        }
-        full_since = 0;
-        *h = (orb_slot_hdr_t){.seq = posted, .nbytes = (uint32_t)slot, .sender = 0, .flags = ORB_PIECE_REMOTE,
-                              .addr = (uint64_t)(uintptr_t)(src + posted * slot)};
-        sc->ops->send_post(sc);
-        posted++;
-    }
+    const size_t posted = fill_channel(sc, slot, SETTLE_SRC / slot, src, slot, 1);
     const uint64_t unsent = sc->pos - atomic_load(&sc->ctrl->tail);
     char what[200];
     snprintf(what, sizeof what, "%zu pieces posted, %llu of them not yet taken by the socket", posted,
@@ -519,23 +538,7 @@ static int mode_guard(void)
      * FIFO, and the executor's piece will wait behind that one (a slot is more than a socket
      * takes when it opens again). Rank 1 takes nothing more until the executor only waits. */
     memset(fill, 0x11, slot);
-    size_t backlog = 0;
-    double full_since = 0;
-    for (;;) {
-        if (!(h = sc->ops->send_acquire(sc))) {
-            if (!full_since)
-                full_since = orb_now();
-            else if (orb_now() - full_since > 0.5)
-                break;
-            usleep(1000);
-            continue;
-        }
-        full_since = 0;
-        *h = (orb_slot_hdr_t){.seq = backlog, .nbytes = (uint32_t)slot};
-        memcpy(h + 1, fill, slot);
-        sc->ops->send_post(sc);
-        backlog++;
-    }
+    const size_t backlog = fill_channel(sc, slot, SIZE_MAX, fill, 0, 0);
     const double deadline = orb_now() + 30;
     size_t taken = 0;
     int opened = 0, arrived = 0;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/take_turns.h"
 #include "orbit.h"
 
 static int rank, nranks;
@@ -279,32 +280,8 @@ static int mode_timeout(void)
  * a channel (the kernel doubles the 4 MiB buffers orbit asks for, and caps them there). */
 #define SETTLE_BYTES (128u << 20)
 
-/* The two ranks take turns through files in /dev/shm, outside orbit and without timing:
- * rank 1 reads only after rank 0's send has failed, rank 0 leaves only after rank 1 read. */
-static void settle_mark(const char *what)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/dev/shm/orbit-tcpsettle-%d-%s", (int)getppid(), what);
-    FILE *f = fopen(path, "w");
-    if (f)
-        fclose(f);
-}
-
-static int settle_wait(const char *what)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/dev/shm/orbit-tcpsettle-%d-%s", (int)getppid(), what);
-    for (int i = 0; i < 9000; i++) { /* 90 s */
-        if (access(path, F_OK) == 0) {
-            unlink(path);
-            return 1;
-        }
-        usleep(10000);
-    }
-    fprintf(stderr, "FAIL rank %d: %s never appeared\n", rank, path);
-    return 0;
-}
-
+/* The two ranks take turns through files (take_turns.h): rank 1 reads only after rank 0's send
+ * has failed, rank 0 leaves only after rank 1 read. */
 /* 1..0xEC: never 0 (rank 1's fill) nor 0xEE (rank 0's overwrite) */
 static uint8_t settle_byte(size_t k) { return (uint8_t)(1 + (k * 7 + (k >> 12)) % 0xEC); }
 
@@ -333,12 +310,13 @@ static int mode_tcpsettle(void)
                   strstr(orb_comm_last_error(c), "waits for rank 1"),
               "a send to a sleeping rank times out", detail);
         memset(buf, 0xEE, SETTLE_BYTES); /* the caller's buffer is its own again */
-        settle_mark("sent");
-        if (!settle_wait("read")) /* destroy after an error sends nothing more: stay till then */
+        turn_mark("tcpsettle", "sent");
+        /* destroy after an error sends nothing more: stay till rank 1 has read */
+        if (!turn_wait("tcpsettle", "read", rank))
             return 1;
     } else {
         memset(buf, 0, SETTLE_BYTES);
-        if (!settle_wait("sent"))
+        if (!turn_wait("tcpsettle", "sent", rank))
             return 1;
         orb_status_t st = orb_recv(buf, SETTLE_BYTES, ORB_UINT8, 0, c, NULL);
         size_t good = 0, zero = 0, bad = 0, first_bad = 0;
@@ -353,7 +331,7 @@ static int mode_tcpsettle(void)
         snprintf(detail, sizeof detail, "recv %s; %zu bytes as sent, %zu never came, %zu wrong (the first at %zu: "
                  "0x%02x)", orb_status_name(st), good, zero, bad, first_bad, bad ? buf[first_bad] : 0);
         printf("rank 1: %s\n", detail);
-        settle_mark("read");
+        turn_mark("tcpsettle", "read");
         /* at least what the sockets held when rank 0 gave up must have come, and nothing else */
         check(st != ORB_OK && bad == 0 && good >= (1u << 20), "the bytes that come are the ones sent", detail);
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ab_shm.sh COLL REPS SIZES "NAME:ENV ..." ... : alternating 2-rank shm runs; median time per config
+# ab_shm.sh COLL REPS SIZES "NAME:ENV ..." ... : alternating 2-rank shm runs of one build with several
+# settings; median time per config (for two settings bench/compare_builds.sh -E is the kept tool)
 coll=$1 reps=$2 sizes=$3; shift 3
 out=/tmp/s1/ab/$coll.$$; mkdir -p $out
 cfgs=("$@")

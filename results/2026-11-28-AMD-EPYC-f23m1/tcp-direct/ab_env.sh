@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ab.sh REPS SIZES "NAME:BUILD:ENV..." ... : alternating orbit-only TCP runs between 2 netns; median busbw/time per config
+# (VARIANT=--inplace for the in-place calls, tcp-inplace/; the default, --no-inplace, made tcp-direct/)
 reps=$1 sizes=$2; shift 2
 cd /work/main
 . tests/net/netns_lib.sh
@@ -10,7 +11,7 @@ for ((r=1;r<=reps;r++)); do
   for ((i=0;i<${#cfgs[@]};i++)); do
     c=${cfgs[$(((i+r-1)%${#cfgs[@]}))]}
     name=${c%%:*}; rest=${c#*:}; build=${rest%%:*}; envs=${rest#*:}
-    orbtest_job torchrun 1 600 $out/$name.$r $envs -- $build/bench/${COLL:-allreduce}_bench --backend custom --size $sizes --factor ${FACTOR:-8} --iters ${ITERS:-50} --no-inplace --json $out/$name.$r.json || echo "run $name $r failed" >&2
+    orbtest_job torchrun 1 600 $out/$name.$r $envs -- $build/bench/${COLL:-allreduce}_bench --backend custom --size $sizes --factor ${FACTOR:-8} --iters ${ITERS:-50} ${VARIANT:---no-inplace} --json $out/$name.$r.json || echo "run $name $r failed" >&2
   done
 done
 python3 - "$out" "${cfgs[@]}" <<'PY'
