@@ -122,9 +122,10 @@ static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *
                 if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[i]))
                     return piece_mismatch(env, &d->sig[i], rh, 0, d->peer[i], err, errlen);
                 rc->ops->recv_release(rc);
-                d->n--;
-                memmove(&d->peer[i], &d->peer[i + 1], (size_t)(d->n - i) * sizeof d->peer[0]);
-                memmove(&d->sig[i], &d->sig[i + 1], (size_t)(d->n - i) * sizeof d->sig[0]);
+                if (--d->n > i) { /* (the last one, mostly: no call into libc for nothing) */
+                    memmove(&d->peer[i], &d->peer[i + 1], (size_t)(d->n - i) * sizeof d->peer[0]);
+                    memmove(&d->sig[i], &d->sig[i + 1], (size_t)(d->n - i) * sizeof d->sig[0]);
+                }
                 taken++;
                 continue; /* entry i is the next one now */
             }
@@ -208,7 +209,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         orb_conn_t *sc = &env->send[(size_t)o->sync_next * nch];
         orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
         if (sh) {
-            *sh = o->sig;
+            orb_piece_hdr_put(sh, &o->sig);
             sh->nbytes = 0;
             sh->step = UINT32_MAX;
             sh->sender = env->rank;
@@ -314,12 +315,12 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         orb_conn_t *rc = NULL, *sc = NULL;
         if (recv) {
             rc = &env->recv[(size_t)s->recv_peer * (size_t)nch + (size_t)ch];
-            if (n > rc->slot_bytes / esz)
-                n = rc->slot_bytes / esz;
+            if (n * esz > rc->slot_bytes) /* (no overflow: the front end checked count * esz) */
+                n = rc->slot_bytes / esz; /* a divide only for pieces that fill a slot */
         }
         if (send) {
             sc = &env->send[(size_t)s->send_peer * (size_t)nch + (size_t)ch];
-            if (n > sc->slot_bytes / esz)
+            if (n * esz > sc->slot_bytes)
                 n = sc->slot_bytes / esz;
         }
         /* The handshake's piece goes first on its connections (channel 0, ring neighbours);
@@ -422,7 +423,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
-            *sh = o->sig;
+            orb_piece_hdr_put(sh, &o->sig);
             sh->nbytes = (uint32_t)(n * esz);
             sh->step = (uint32_t)o->step[ch];
             sh->sender = env->rank;

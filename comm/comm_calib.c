@@ -153,11 +153,8 @@ static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, int yield, double d
 
 static void post(orb_conn_t *sc, orb_slot_hdr_t *h, int rank, uint32_t round, uint64_t last, uint32_t nbytes)
 {
-    memset(h, 0, sizeof *h);
-    h->step = round;
-    h->count = last;
-    h->nbytes = nbytes;
-    h->sender = rank;
+    const orb_slot_hdr_t hdr = {.step = round, .count = last, .nbytes = nbytes, .sender = rank};
+    orb_piece_hdr_put(h, &hdr);
     sc->ops->send_post(sc);
 }
 

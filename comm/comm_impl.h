@@ -75,7 +75,10 @@ struct orb_comm {
     int shm_measured_how;         /* 0: not measured (the transport's constants); 1: measured; 2: cached */
     uint64_t seq;
     uint64_t plan_clock;
-    int plan_last; /* the cache entry of the last call: a loop of one shape looks there first */
+    /* The cache entries of the last call and of the last call of another shape: a loop of one
+     * shape, or of two in turn (a send and a recv, a broadcast and an all-reduce), looks there
+     * first. */
+    int plan_last, plan_prev;
     orb_plan_cache_entry_t cache[ORB_PLAN_CACHE];
     orb_exec_env_t env;
     orb_exec_due_t due; /* handshake pieces rooted calls returned without (env.due) */

@@ -19,10 +19,18 @@ static int key_equal(const orb_call_key_t *a, const orb_call_key_t *b, int nrank
 orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const orb_plan_cache_entry_t **entry,
                            char *why, size_t whylen)
 {
-    orb_plan_cache_entry_t *last = &c->cache[c->plan_last];
+    orb_plan_cache_entry_t *last = &c->cache[c->plan_last], *prev = &c->cache[c->plan_prev];
     if (last->valid && key_equal(&last->key, key, c->nranks)) {
         last->used = ++c->plan_clock;
         *entry = last;
+        return ORB_OK;
+    }
+    if (prev->valid && key_equal(&prev->key, key, c->nranks)) {
+        const int i = c->plan_prev;
+        c->plan_prev = c->plan_last;
+        c->plan_last = i;
+        prev->used = ++c->plan_clock;
+        *entry = prev;
         return ORB_OK;
     }
     int victim = 0;
@@ -30,6 +38,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
         orb_plan_cache_entry_t *e = &c->cache[i];
         if (e->valid && key_equal(&e->key, key, c->nranks)) {
             e->used = ++c->plan_clock;
+            c->plan_prev = c->plan_last;
             c->plan_last = i;
             *entry = e;
             return ORB_OK;
@@ -83,6 +92,7 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
     snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
     e->valid = 1;
     e->used = ++c->plan_clock;
+    c->plan_prev = c->plan_last;
     c->plan_last = victim;
     *entry = e;
     return ORB_OK;

@@ -4,7 +4,9 @@
 #ifndef ORB_KERNELS_PIECE_H
 #define ORB_KERNELS_PIECE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     uint64_t seq;   /* per-communicator call number */
@@ -19,8 +21,18 @@ typedef struct {
     uint32_t flags; /* ORB_PIECE_REMOTE: no payload; the data is at addr in the sender.
                      * ORB_PIECE_SYNC: the call's signature handshake rides on this piece */
     uint64_t addr;
-    uint32_t pad[2];
+    /* shm: the FIFO position + 1 the piece went at, stored last, with release order: the
+     * receiver polls the slot, not the FIFO's head, so a small piece costs it one line from
+     * the sender's cache, not two in turn. Writers of a header leave it alone (orb_piece_hdr_put). */
+    uint64_t stamp;
 } orb_slot_hdr_t;
+
+/* Writes a piece's header but its stamp, which belongs to the transport (another thread may be
+ * polling it). */
+static inline void orb_piece_hdr_put(orb_slot_hdr_t *dst, const orb_slot_hdr_t *src)
+{
+    memcpy(dst, src, offsetof(orb_slot_hdr_t, stamp));
+}
 
 #define ORB_PIECE_REMOTE 1u
 #define ORB_PIECE_SYNC 2u

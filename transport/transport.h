@@ -33,7 +33,7 @@ typedef struct {
 } orb_conn_ops_t;
 
 typedef struct {
-    _Atomic uint64_t head; /* slots posted by the sender */
+    _Atomic uint64_t head; /* slots posted by the sender (shm: unused, the slot's stamp says) */
     char pad0[56];
     _Atomic uint64_t tail; /* slots released by the receiver */
     char pad1[56];
@@ -49,6 +49,7 @@ struct orb_conn {
     size_t slot_bytes;  /* payload capacity */
     uint32_t nslots;
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
+    uint64_t tail_seen;   /* send side, shm: the receiver's tail when last read */
     void *wake;           /* transport-specific: whom to wake after post/release */
     /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
      * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */
