@@ -50,6 +50,7 @@ struct orb_conn {
     uint32_t nslots;
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
     uint64_t tail_seen;   /* send side, shm: the receiver's tail when last read */
+    orb_slot_hdr_t *cur;  /* shm: the slot of pos, moved along with it */
     void *wake;           /* transport-specific: whom to wake after post/release */
     /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
      * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */

@@ -373,7 +373,6 @@ static size_t fill_channel(orb_conn_t *sc, size_t slot, size_t max, const uint8_
     return posted;
 }
 
-
 #define SETTLE_SRC (64u << 20) /* far more than the sockets and the reader's FIFO can hold */
 
 static uint8_t settle_byte(size_t off) { return (uint8_t)(off * 7 + (off >> 11) * 13 + 5); }

@@ -280,11 +280,11 @@ static int mode_timeout(void)
  * a channel (the kernel doubles the 4 MiB buffers orbit asks for, and caps them there). */
 #define SETTLE_BYTES (128u << 20)
 
-/* The two ranks take turns through files (take_turns.h): rank 1 reads only after rank 0's send
- * has failed, rank 0 leaves only after rank 1 read. */
 /* 1..0xEC: never 0 (rank 1's fill) nor 0xEE (rank 0's overwrite) */
 static uint8_t settle_byte(size_t k) { return (uint8_t)(1 + (k * 7 + (k >> 12)) % 0xEC); }
 
+/* The two ranks take turns through files (take_turns.h), outside orbit and without timing:
+ * rank 1 reads only after rank 0's send has failed, rank 0 leaves only after rank 1 read. */
 static int mode_tcpsettle(void)
 {
     const char *r = getenv("RANK");

@@ -42,25 +42,34 @@ static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c)
         if (c->pos - c->tail_seen >= c->nslots)
             return NULL;
     }
-    return orb_conn_slot(c, c->pos);
+    return c->cur;
+}
+
+/* pos and its slot move on together: the slot follows without a divide (orb_conn_slot's %). */
+static void advance(orb_conn_t *c)
+{
+    c->pos++;
+    c->cur = (orb_slot_hdr_t *)((char *)c->cur + c->slot_stride);
+    if (c->cur == (orb_slot_hdr_t *)(c->slots + (size_t)c->nslots * c->slot_stride))
+        c->cur = (orb_slot_hdr_t *)c->slots;
 }
 
 static void shm_send_post(orb_conn_t *c)
 {
-    __atomic_store_n(&orb_conn_slot(c, c->pos)->stamp, c->pos + 1, __ATOMIC_RELEASE);
-    c->pos++;
+    __atomic_store_n(&c->cur->stamp, c->pos + 1, __ATOMIC_RELEASE);
+    advance(c);
     orb_box_wake(c->wake);
 }
 
 static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
 {
-    orb_slot_hdr_t *h = orb_conn_slot(c, c->pos);
-    return __atomic_load_n(&h->stamp, __ATOMIC_ACQUIRE) == c->pos + 1 ? h : NULL;
+    return __atomic_load_n(&c->cur->stamp, __ATOMIC_ACQUIRE) == c->pos + 1 ? c->cur : NULL;
 }
 
 static void shm_recv_release(orb_conn_t *c)
 {
-    atomic_store_explicit(&c->ctrl->tail, ++c->pos, memory_order_release);
+    advance(c);
+    atomic_store_explicit(&c->ctrl->tail, c->pos, memory_order_release);
     orb_box_wake(c->wake);
 }
 
@@ -220,11 +229,11 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
             orb_fifo_ctrl_t *out = fifo_at(s->peers[peer], s->fifo_bytes, s->nchannels, s->rank, ch);
             orb_fifo_ctrl_t *in = fifo_at(s->self, s->fifo_bytes, s->nchannels, peer, ch);
             send[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = out,
-                                    .slots = (char *)(out + 1), .slot_stride = stride, .slot_bytes = s->slot_bytes,
-                                    .nslots = s->nslots, .wake = s->boxes[peer]};
+                                    .slots = (char *)(out + 1), .cur = (orb_slot_hdr_t *)(out + 1), .slot_stride = stride,
+                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer]};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
-                                    .slots = (char *)(in + 1), .slot_stride = stride, .slot_bytes = s->slot_bytes,
-                                    .nslots = s->nslots, .wake = s->boxes[peer]};
+                                    .slots = (char *)(in + 1), .cur = (orb_slot_hdr_t *)(in + 1), .slot_stride = stride,
+                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer]};
         }
     }
     return ORB_OK;
