@@ -461,6 +461,110 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     return moved;
 }
 
+/* The first pass of a run whose calls each have one lane of pieces that fit their slots (the
+ * 8 B-4 KiB latency calls, a grouped send and recv): what one_pass and lane_progress do for
+ * them, without what such calls never need (step tracing, pieces sent as addresses,
+ * streaming stores, a piece in parts). The calls go in order, each as far as it can; the
+ * first that cannot finish hands the run to the general loop, which goes on from where
+ * everything stands (as one_pass would have left it: an earlier call of the group is done
+ * before a later one touches its connections). Returns 1 when the run is done (handshakes
+ * possibly left due, as defer_rest allows), 0 when it is not, or a negative status. */
+static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, size_t errlen)
+{
+    const orb_lane_t *lane = &o->plan->lanes[0];
+    const size_t esz = orb_dtype_bytes(o->dtype);
+    const size_t nch = (size_t)env->nchannels;
+    while (o->step[0] < lane->nsteps) {
+        const orb_step_t *s = &lane->steps[o->step[0]];
+        const unsigned props = orb_step_props(s->kind);
+        const size_t bytes = s->count * esz;
+        orb_conn_t *rc = NULL, *sc = NULL;
+        if (props & ORB_STEP_RECVS) {
+            rc = &env->recv[(size_t)s->recv_peer * nch];
+            if (bytes > rc->slot_bytes)
+                return 0;
+        }
+        if (props & ORB_STEP_SENDS) {
+            sc = &env->send[(size_t)s->send_peer * nch];
+            if (bytes > sc->slot_bytes)
+                return 0;
+        }
+        if (!props || (o->sync_next >= 0 && ((rc && !o->sync_recvd && s->recv_peer == o->sync_prev) ||
+                                             (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next))))
+            return 0; /* (the general loop names an unknown kind; the handshake's piece goes first) */
+        orb_slot_hdr_t *rh = NULL, *sh = NULL;
+        if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & ORB_PIECE_REMOTE)))
+            return 0;
+        if (sc && !(sh = sc->ops->send_acquire(sc)))
+            return 0;
+        if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig))))
+            return piece_mismatch(env, &o->sig, rh, bytes, s->recv_peer, err, errlen);
+        const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
+        const char *src = NULL;
+        if (props & ORB_STEP_READS_SRC)
+            src = (const char *)(s->src_buf == ORB_BUF_INPUT    ? o->in
+                                 : s->src_buf == ORB_BUF_OUTPUT ? o->out
+                                                                : o->scratch) +
+                  s->src_off * esz;
+        char *dst = NULL;
+        if (props & ORB_STEP_WRITES_DST)
+            dst = (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + s->dst_off * esz;
+        const void *in = rh ? (const void *)(rh + 1) : NULL;
+        void *fwd = sh ? (void *)(sh + 1) : NULL;
+        void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
+        if (props & ORB_STEP_REDUCES)
+            orb_kernel_reduce(d1, d2, src, in, s->count, o->dtype, o->op, pd);
+        else if (in)
+            orb_kernel_copy(d1, d2, in, s->count, o->dtype, pd);
+        else if (d1 != src || pd > 1)
+            orb_kernel_copy(d1, d2, src, s->count, o->dtype, pd);
+        if (sh) {
+            orb_piece_hdr_put(sh, &o->sig);
+            sh->nbytes = (uint32_t)bytes;
+            sh->step = (uint32_t)o->step[0];
+            sh->sender = env->rank;
+            if (o->sync_merge && !o->sync_sent) { /* lane 0's first piece, to sync_next */
+                sh->flags |= ORB_PIECE_SYNC;
+                o->sync_sent = 1;
+            }
+            sc->ops->send_post(sc);
+        }
+        if (rh)
+            rc->ops->recv_release(rc);
+        o->step[0]++;
+    }
+    return 1;
+}
+
+static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
+{
+    orb_exec_due_t *d = env->due;
+    if (d && d->n) {
+        int waiting[64], nwait = 0;
+        const int m = drain_due(env, waiting, &nwait, err, errlen);
+        if (m < 0)
+            return m;
+        if (d->n) /* a peer is behind: the general loop waits for it */
+            return 0;
+    }
+    int handshakes = 0;
+    for (int i = 0; i < nops; i++) {
+        if (sync_pending(&ops[i])) {
+            blocked_t b;
+            const int m = sync_progress(env, ops, nops, i, &b, err, errlen);
+            if (m < 0)
+                return m;
+            handshakes |= sync_pending(&ops[i]);
+        }
+        const int m = quick_lane(env, &ops[i], err, errlen);
+        if (m <= 0)
+            return m;
+        if (nops > 1 && sync_pending(&ops[i])) /* a later call may wait behind its handshake */
+            return 0;
+    }
+    return !handshakes || defer_rest(env, ops, nops);
+}
+
 static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *buf,
                              size_t len)
 {
@@ -583,6 +687,17 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
         const unsigned props = first ? orb_step_props(first->kind) : 0;
         o->sync_merge = nops == 1 && o->sync_next >= 0 && (props & ORB_STEP_SENDS) && !(props & ORB_STEP_RECVS) &&
                         first->send_peer == o->sync_next && first->count > 0;
+    }
+
+    /* Calls of one lane of small pieces: the first pass streamlined (most end in it) */
+    int quick = !env->trace;
+    for (int i = 0; i < nops && quick; i++)
+        quick = ops[i].plan->nlanes == 1 && !ops[i].guard_writes && !ops[i].addr_in && !ops[i].addr_out &&
+                !ops[i].stream_out;
+    if (quick && nops) {
+        const int q = quick_pass(env, ops, nops, err, errlen);
+        if (q != 0)
+            return q > 0 ? ORB_OK : (orb_status_t)q;
     }
 
     int may_defer = 0; /* a rooted call's handshake may be left due: otherwise no need to ask each pass */

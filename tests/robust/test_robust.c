@@ -154,6 +154,9 @@ static int mode_mismatch(void)
         {{"reduce_scatter", 4, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allgather", 3, 64, ORB_FLOAT32, ORB_SUM, 0}},
         /* the root's handshake rides on its data; the others' goes as a piece of its own */
         {{"broadcast root 0", 1, 64, ORB_FLOAT32, ORB_SUM, 0}, {"reduce root 1", 2, 64, ORB_FLOAT32, ORB_SUM, 1}},
+        /* ... and where it rides on data, a neighbour whose call takes no piece from the root
+         * (count 0: a handshake and nothing else) must not count it as its handshake */
+        {{"broadcast root 0", 1, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allreduce count 0", 0, 0, ORB_FLOAT32, ORB_SUM, 0}},
     };
     const size_t ncases = sizeof cases / sizeof cases[0];
     float *a = calloc(1 << 20, sizeof(float)), *b = calloc(1 << 20, sizeof(float));
