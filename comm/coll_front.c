@@ -113,9 +113,18 @@ static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
 
 typedef struct {
     orb_prepared_t p;
-    orb_plan_t plan; /* owned copy: the cache may evict while the group is open */
+    const orb_plan_t *run; /* what the call runs: the cache's plan (see enqueue) or the copy */
+    orb_plan_t plan;       /* owned copy: the cache may evict while the group is open */
     orb_trace_mark_t mark;
 } queued_t;
+
+/* The cache evicts its least recently used shape, and a group's calls are its most recently
+ * used: while a group has made fewer lookups on a communicator than the cache has entries,
+ * none of its plans can go. A call makes at most two (an alltoallv's count check is the
+ * other), so the first GROUP_BORROW host calls of a group run the cache's plans as they are
+ * (a grouped send and recv copied theirs on every call: some 270 instructions); the call that
+ * would reach the limit first copies those, and it and every later call copies its own. */
+enum { GROUP_BORROW = ORB_PLAN_CACHE / 2 - 1 };
 
 static _Thread_local int group_depth;
 /* Threads with a group open, process-wide: while none is, a call needs no look at its own
@@ -206,13 +215,26 @@ static orb_status_t enqueue(orb_prepared_t *p)
         group_q = q;
         group_cap = ncap;
     }
+    for (int i = 0; group_n == GROUP_BORROW && i < group_n; i++) /* before this call's lookup */
+        if (group_q[i].run != &group_q[i].plan) {
+            if (plan_copy(&group_q[i].plan, group_q[i].run) != ORB_OK)
+                return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                                     orb_coll_fn_name(p->a.coll), c->rank);
+            group_q[i].run = &group_q[i].plan;
+        }
     orb_status_t st = plan_and_sign(p);
     if (st != ORB_OK)
         return st;
     queued_t *q = &group_q[group_n];
-    if (plan_copy(&q->plan, p->plan) != ORB_OK)
-        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
-                             orb_coll_fn_name(p->a.coll), c->rank);
+    /* device calls keep copying, as before: that path cannot be measured without a GPU here */
+    if (group_n < GROUP_BORROW && !p->device) {
+        q->run = p->plan;
+    } else {
+        if (plan_copy(&q->plan, p->plan) != ORB_OK)
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                                 orb_coll_fn_name(p->a.coll), c->rank);
+        q->run = &q->plan;
+    }
     q->p = *p;
     group_n++;
     return ORB_OK;
@@ -230,7 +252,7 @@ static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepa
         c = q[i].p.comm;
         taken[i] = 1;
         mine[m] = q[i].p;
-        mine[m].plan = &q[i].plan;
+        mine[m].plan = q[i].run;
         m++;
     }
     return m;
@@ -264,13 +286,13 @@ static orb_status_t run_group(queued_t *q, int n)
     int nd = 0, npending = 0;
     const int64_t t0 = orb_trace_ticks();
     for (int i = 0; i < n; i++) { /* the group's calls start together */
-        q[i].p.plan = &q[i].plan;
+        q[i].p.plan = q[i].run;
         orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark, t0);
     }
     for (int i = 0; i < n; i++)
         if (q[i].p.device) {
             mine[nd] = q[i].p;
-            mine[nd].plan = &q[i].plan;
+            mine[nd].plan = q[i].run;
             nd++;
         }
     if (nd) {
@@ -347,7 +369,8 @@ orb_status_t orb_group_end(void)
     for (int i = 0; st != ORB_OK && i < n; i++)
         orb_comm_trace_failed(q[i].p.comm, st);
     for (int i = 0; i < n; i++) /* the next group's plans will live at these addresses */
-        orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
+        if (q[i].run == &q[i].plan)
+            orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
     pthread_once(&spare_once, spare_key_create);
     if (!spare_q && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {
         spare_q = q;
