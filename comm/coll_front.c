@@ -113,10 +113,13 @@ static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
 
 typedef struct {
     orb_prepared_t p;
-    const orb_plan_t *run; /* what the call runs: the cache's plan (see enqueue) or the copy */
-    orb_plan_t plan;       /* owned copy: the cache may evict while the group is open */
+    const orb_plan_t *borrowed; /* the cache's plan it runs (see GROUP_BORROW), or NULL: its copy */
+    orb_plan_t plan;            /* owned copy: the cache may evict while the group is open */
     orb_trace_mark_t mark;
 } queued_t;
+
+/* (Not a pointer to its own copy: the queue moves when it grows.) */
+static const orb_plan_t *plan_of(const queued_t *q) { return q->borrowed ? q->borrowed : &q->plan; }
 
 /* The cache evicts its least recently used shape, and a group's calls are its most recently
  * used: while a group has made fewer lookups on a communicator than the cache has entries,
@@ -216,25 +219,21 @@ static orb_status_t enqueue(orb_prepared_t *p)
         group_cap = ncap;
     }
     for (int i = 0; group_n == GROUP_BORROW && i < group_n; i++) /* before this call's lookup */
-        if (group_q[i].run != &group_q[i].plan) {
-            if (plan_copy(&group_q[i].plan, group_q[i].run) != ORB_OK)
+        if (group_q[i].borrowed) {
+            if (plan_copy(&group_q[i].plan, group_q[i].borrowed) != ORB_OK)
                 return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                                      orb_coll_fn_name(p->a.coll), c->rank);
-            group_q[i].run = &group_q[i].plan;
+            group_q[i].borrowed = NULL;
         }
     orb_status_t st = plan_and_sign(p);
     if (st != ORB_OK)
         return st;
     queued_t *q = &group_q[group_n];
     /* device calls keep copying, as before: that path cannot be measured without a GPU here */
-    if (group_n < GROUP_BORROW && !p->device) {
-        q->run = p->plan;
-    } else {
-        if (plan_copy(&q->plan, p->plan) != ORB_OK)
-            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
-                                 orb_coll_fn_name(p->a.coll), c->rank);
-        q->run = &q->plan;
-    }
+    q->borrowed = group_n < GROUP_BORROW && !p->device ? p->plan : NULL;
+    if (!q->borrowed && plan_copy(&q->plan, p->plan) != ORB_OK)
+        return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                             orb_coll_fn_name(p->a.coll), c->rank);
     q->p = *p;
     group_n++;
     return ORB_OK;
@@ -252,7 +251,7 @@ static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepa
         c = q[i].p.comm;
         taken[i] = 1;
         mine[m] = q[i].p;
-        mine[m].plan = q[i].run;
+        mine[m].plan = plan_of(&q[i]);
         m++;
     }
     return m;
@@ -286,13 +285,13 @@ static orb_status_t run_group(queued_t *q, int n)
     int nd = 0, npending = 0;
     const int64_t t0 = orb_trace_ticks();
     for (int i = 0; i < n; i++) { /* the group's calls start together */
-        q[i].p.plan = q[i].run;
+        q[i].p.plan = plan_of(&q[i]);
         orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark, t0);
     }
     for (int i = 0; i < n; i++)
         if (q[i].p.device) {
             mine[nd] = q[i].p;
-            mine[nd].plan = q[i].run;
+            mine[nd].plan = plan_of(&q[i]);
             nd++;
         }
     if (nd) {
@@ -369,7 +368,7 @@ orb_status_t orb_group_end(void)
     for (int i = 0; st != ORB_OK && i < n; i++)
         orb_comm_trace_failed(q[i].p.comm, st);
     for (int i = 0; i < n; i++) /* the next group's plans will live at these addresses */
-        if (q[i].run == &q[i].plan)
+        if (!q[i].borrowed)
             orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
     pthread_once(&spare_once, spare_key_create);
     if (!spare_q && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {

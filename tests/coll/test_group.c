@@ -7,6 +7,7 @@
  * computed here exactly, independently of orbit. Each rank judges only its own outputs,
  * prints "rank R: N passed, N failed" and exits 1 on a failure of its own.
  *   orbitrun -n N test_group [ROUNDS] [LATE_MS]   (ORBIT_ALGO picks the plans, as everywhere)
+ *   orbitrun -n N test_group wide                 (more shapes in one group than the plan cache holds)
  * LATE_MS: every rank but 0 enters each group that much later, and the group is gather to the
  * last rank (rank 0 only sends: done at once, its neighbour's handshake still due) and an
  * all-reduce (it cannot end before the others come): the group must not end with the gather. */
@@ -115,9 +116,73 @@ static void check(int round, int k, const int32_t *out, size_t out_n, size_t n)
     passed++;
 }
 
+/* "wide": one group of WIDE small calls of as many shapes (all-reduces and broadcasts of
+ * counts 1..WIDE, the roots taking turns), more than the communicator's plan cache holds
+ * (ORB_PLAN_CACHE, 16), so the cache evicts while the group is open: every call must still run
+ * its own plan. Two rounds: the second finds some shapes cached, others not. */
+enum { WIDE = 40 };
+
+static int wide_group(orb_comm_t comm)
+{
+    for (int round = 0; round < 2; round++) {
+        int32_t *in[WIDE], *out[WIDE];
+        for (int k = 0; k < WIDE; k++) {
+            const size_t n = (size_t)k + 1;
+            in[k] = malloc(n * sizeof(int32_t));
+            out[k] = malloc((n + 1) * sizeof(int32_t));
+            if (!in[k] || !out[k]) {
+                fprintf(stderr, "test_group: rank %d: out of memory\n", rank);
+                return 1;
+            }
+            for (size_t i = 0; i < n; i++)
+                in[k][i] = input(rank, k + round, i);
+            for (size_t i = 0; i <= n; i++)
+                out[k][i] = -7;
+        }
+        orb_group_start();
+        for (int k = 0; k < WIDE; k++)
+            if (k % 2 == 0)
+                orb_allreduce(in[k], out[k], (size_t)k + 1, ORB_INT32, ORB_SUM, comm, NULL);
+            else
+                orb_broadcast(in[k], out[k], (size_t)k + 1, ORB_INT32, (k / 2) % nranks, comm, NULL);
+        orb_status_t st = orb_group_end();
+        if (st != ORB_OK) {
+            fprintf(stderr, "FAIL rank %d wide round %d: orb_group_end: %s: %s\n", rank, round, orb_status_name(st),
+                    orb_comm_last_error(comm));
+            return 1;
+        }
+        for (int k = 0; k < WIDE; k++) {
+            const size_t n = (size_t)k + 1;
+            const int root = (k / 2) % nranks;
+            size_t bad = n + 1;
+            for (size_t i = 0; i < n && bad > n; i++) {
+                int32_t want = 0;
+                for (int r = 0; r < nranks; r++)
+                    want += k % 2 == 0 || r == root ? input(r, k + round, i) : 0;
+                if (out[k][i] != want)
+                    bad = i;
+            }
+            if (bad <= n || out[k][n] != -7) {
+                failed++;
+                fprintf(stderr, "FAIL rank %d wide round %d %s count %zu: %s\n", rank, round,
+                        k % 2 == 0 ? "allreduce" : "broadcast", n,
+                        bad <= n ? "an element is wrong" : "the element past the output was written");
+            } else {
+                passed++;
+            }
+            free(in[k]);
+            free(out[k]);
+        }
+    }
+    printf("rank %d: %ld passed, %ld failed\n", rank, passed, failed);
+    orb_comm_destroy(comm);
+    return failed || passed != 2 * WIDE ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-    const int rounds = argc > 1 ? atoi(argv[1]) : 3, late_ms = argc > 2 ? atoi(argv[2]) : 0;
+    const int wide = argc > 1 && !strcmp(argv[1], "wide");
+    const int rounds = argc > 1 && !wide ? atoi(argv[1]) : 3, late_ms = argc > 2 ? atoi(argv[2]) : 0;
     orb_comm_t comm;
     orb_status_t st = orb_comm_init_env(&comm);
     if (st != ORB_OK) {
@@ -126,6 +191,8 @@ int main(int argc, char **argv)
     }
     orb_comm_rank(comm, &rank);
     orb_comm_size(comm, &nranks);
+    if (wide)
+        return wide_group(comm);
     for (int round = 0; round < rounds; round++) {
         int32_t *in[NCALLS], *out[NCALLS];
         size_t n[NCALLS], in_n[NCALLS], out_n[NCALLS];
