@@ -199,6 +199,10 @@ typedef struct {
     orb_slot_hdr_t *log;
     size_t nlog, caplog;
     int send_held, recv_held; /* an acquired slot not yet posted / released */
+    /* a piece may show up between any two looks of the executor: with stutter, every other
+     * look at a waiting piece says "not yet" (the receiving thread's count) */
+    int stutter;
+    unsigned looks;
     char bad[200];            /* the first protocol violation seen */
 } fifo_t;
 
@@ -263,7 +267,7 @@ static orb_slot_hdr_t *mem_recv_acquire(orb_conn_t *c)
 {
     fifo_t *f = c->wake;
     uint64_t head = atomic_load_explicit(&c->ctrl->head, memory_order_acquire);
-    if (head == c->pos)
+    if (head == c->pos || (f->stutter && f->looks++ % 2 == 0))
         return NULL;
     f->recv_held = 1;
     return slot_at(c);
@@ -313,7 +317,7 @@ typedef struct {
 
 typedef struct run {
     char name[256];
-    int nranks, nch, nslots, nops;
+    int nranks, nch, nslots, nops, stutter;
     size_t slot_bytes;
     orb_dtype_t dtype;
     double timeout_s;
@@ -634,6 +638,7 @@ static void run_connect(run_t *run)
             for (int ch = 0; ch < nch; ch++) {
                 fifo_t *f = fifo_of(run, a, b, ch);
                 f->slot_bytes = run->slot_bytes;
+                f->stutter = run->stutter;
                 f->stride = sizeof(orb_slot_hdr_t) + run->slot_bytes + GUARD_BYTES;
                 f->nslots = (uint32_t)run->nslots;
                 f->slots = xalloc(64, f->stride * f->nslots);
@@ -802,7 +807,7 @@ typedef struct {
     size_t count;
     orb_buf_t src_buf;
     int offmode; /* 0: offsets 0; 1: offsets apart; 2: src OUTPUT in place (src_off == dst_off) */
-    int nranks, nch, nslots, sync, nops;
+    int nranks, nch, nslots, sync, nops, stutter;
     size_t slot_bytes;
 } shape_t;
 
@@ -848,6 +853,7 @@ static void shape_run(const shape_t *sh, run_t *run, uint64_t seq)
     run->nranks = sh->nranks;
     run->nch = sh->nch;
     run->nops = sh->nops;
+    run->stutter = sh->stutter;
     run->dtype = sh->dtype;
     run->slot_bytes = sh->slot_bytes;
     run->nslots = sh->nslots;
@@ -867,10 +873,11 @@ static void shape_run(const shape_t *sh, run_t *run, uint64_t seq)
     if (nc == 1 && len[0] == 3 && c[0][0].rank == c[0][2].rank && (size_t)run->nslots * 2 < pieces(cnt, per))
         run->nslots = (int)((pieces(cnt, per) + 1) / 2);
     snprintf(run->name, sizeof run->name,
-             "%s %s %s%s count %zu src %s src_off %zu dst_off %zu, %d ranks, %d channels, %d slots of %zu bytes%s%s",
+             "%s %s %s%s count %zu src %s src_off %zu dst_off %zu, %d ranks, %d channels, %d slots of %zu bytes%s%s%s",
              kind_name(sh->kind), orb_dtype_name(sh->dtype), orb_op_name(sh->op), sh->postop ? " postop" : "", cnt,
              sh->src_buf == ORB_BUF_INPUT ? "input" : "output", src_off, dst_off, sh->nranks, sh->nch, run->nslots,
-             sh->slot_bytes, sh->sync ? ", handshake" : "", sh->nops > 1 ? ", group of 2" : "");
+             sh->slot_bytes, sh->sync ? ", handshake" : "", sh->nops > 1 ? ", group of 2" : "",
+             sh->stutter ? ", pieces seen late" : "");
     run_buffers(run, 2 * (size_t)sh->nch * cnt + 16);
     run_connect(run);
     for (int r = 0; r < run->nranks; r++) {
@@ -929,13 +936,15 @@ static void shape_run(const shape_t *sh, run_t *run, uint64_t seq)
 
 /* ---- the failures: each must end in an error naming both sides --------------------------------- */
 
-static void small_run(run_t *run, const char *name, int nranks, size_t slot_bytes, int nslots, orb_dtype_t dtype)
+static void small_group(run_t *run, const char *name, int nranks, size_t slot_bytes, int nslots, orb_dtype_t dtype,
+                        int nops, int stutter)
 {
     memset(run, 0, sizeof *run);
     snprintf(run->name, sizeof run->name, "%s", name);
     run->nranks = nranks;
     run->nch = 1;
-    run->nops = 1;
+    run->nops = nops;
+    run->stutter = stutter;
     run->dtype = dtype;
     run->slot_bytes = slot_bytes;
     run->nslots = nslots;
@@ -948,6 +957,11 @@ static void small_run(run_t *run, const char *name, int nranks, size_t slot_byte
         j->want_post_peer = -1;
         j->want_box_st = ORB_OK;
     }
+}
+
+static void small_run(run_t *run, const char *name, int nranks, size_t slot_bytes, int nslots, orb_dtype_t dtype)
+{
+    small_group(run, name, nranks, slot_bytes, nslots, dtype, 1, 0);
 }
 
 static orb_step_t step_of(int kind, int send_peer, int recv_peer, size_t count)
@@ -1049,6 +1063,34 @@ static void mismatch_handshake(void)
     verdict(run);
 }
 
+/* A group of two calls: a broadcast, whose neighbour's handshake piece is in before rank 0
+ * starts but is seen late (every other look says "not yet"), then a call without a handshake
+ * that receives from that neighbour. The second call must wait for the first one's handshake
+ * to be taken, not take that piece as its data. */
+static void group_handshake_seen_late(void)
+{
+    run_t *run = malloc(sizeof *run);
+    small_group(run, "group: a broadcast's handshake piece seen late, then a receive from the same rank", 2, 64, 4,
+                ORB_FLOAT32, 2, 1);
+    for (int r = 0; r < 2; r++) {
+        job_t *j = &run->job[r];
+        plan_init(run, r, 0, ORB_COLL_BROADCAST);
+        op_init(run, r, 0, ORB_COLL_BROADCAST, 3, 4, ORB_SUM, 0);
+        j->op[0].sync_next = j->op[0].sync_prev = 1 - r;
+        plan_init(run, r, 1, ORB_COLL_ALLREDUCE);
+        op_init(run, r, 1, ORB_COLL_ALLREDUCE, 4, 4, ORB_SUM, 0);
+        j->check_data = 1;
+    }
+    push(&run->job[0].plan[0], 0, step_of(ORB_STEP_SEND, 1, -1, 4));
+    push(&run->job[1].plan[0], 0, step_of(ORB_STEP_RECV, -1, 0, 4));
+    push(&run->job[1].plan[1], 0, step_of(ORB_STEP_SEND, 0, -1, 4));
+    push(&run->job[0].plan[1], 0, step_of(ORB_STEP_RECV, -1, 1, 4));
+    memcpy(run->job[1].out_want[0], run->job[0].in[0], 4 * sizeof(float));
+    memcpy(run->job[0].out_want[1], run->job[1].in[1], 4 * sizeof(float));
+    run->job[0].start_after_ms = 20; /* rank 1's handshake and data are in first */
+    verdict(run);
+}
+
 /* A step kind past the vocabulary is refused, not guessed at. */
 static void unknown_kind(void)
 {
@@ -1126,6 +1168,7 @@ int main(int argc, char **argv)
                                 sh.offmode = 1;
                             sh.sync = (int)(idx / 108 % 2);
                             sh.nops = 1 + (int)(idx / 216 % 2);
+                            sh.stutter = (int)(idx / 432 % 2);
                             const size_t per = sh.slot_bytes / esize(sh.dtype);
                             const size_t counts[4] = {1, 7, 2 * per, 3 * per + 5};
                             sh.count = counts[ci];
@@ -1159,6 +1202,7 @@ int main(int argc, char **argv)
     mismatch_p2p("mismatch: count 5 sent, count 6 expected", 7, 5, 5, 7, 6, 6, 4);
     mismatch_p2p("mismatch: the same call, a piece of 5 elements where 6 were expected", 9, 5, 5, 9, 5, 6, 4);
     mismatch_handshake();
+    group_handshake_seen_late();
     unknown_kind();
     pool_hand(NULL);
     for (int r = 0; r < MAXR; r++)
