@@ -264,6 +264,55 @@ static void trace_step(const orb_exec_env_t *env, const orb_exec_op_t *o, int ch
     *tm = (orb_trace_step_time_t){0};
 }
 
+/* Where step s of o reads (READS_SRC) and writes (WRITES_DST), `done` elements in; NULL for
+ * what it does not. */
+static const char *step_src(const orb_exec_op_t *o, const orb_step_t *s, unsigned props, size_t done, size_t esz)
+{
+    if (!(props & ORB_STEP_READS_SRC))
+        return NULL;
+    const void *buf = s->src_buf == ORB_BUF_INPUT ? o->in : s->src_buf == ORB_BUF_OUTPUT ? o->out : o->scratch;
+    return (const char *)buf + (s->src_off + done) * esz;
+}
+
+static char *step_dst(const orb_exec_op_t *o, const orb_step_t *s, unsigned props, size_t done, size_t esz)
+{
+    if (!(props & ORB_STEP_WRITES_DST))
+        return NULL;
+    return (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
+}
+
+/* Must step s of lane 0 wait for the call's handshake? Its piece goes first on its connections
+ * (ring neighbours): a step receives from sync_prev only once the neighbour's handshake is in,
+ * and sends to sync_next only once ours went (unless ours rides on this lane's first piece).
+ * Returns the neighbour waited for (*for_data: for its piece, not for room at it), or -1. */
+static int handshake_ahead(const orb_exec_op_t *o, const orb_step_t *s, const orb_conn_t *rc, const orb_conn_t *sc,
+                           int *for_data)
+{
+    *for_data = 1;
+    if (o->sync_next < 0)
+        return -1;
+    if (rc && !o->sync_recvd && s->recv_peer == o->sync_prev)
+        return o->sync_prev;
+    *for_data = 0;
+    if (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next)
+        return o->sync_next;
+    return -1;
+}
+
+/* A data piece's header: the call's signature, its size and origin, and on lane 0's first piece
+ * the handshake when it rides there (sync_merge). */
+static void data_header(const orb_exec_env_t *env, orb_exec_op_t *o, int ch, orb_slot_hdr_t *sh, size_t bytes)
+{
+    orb_piece_hdr_put(sh, &o->sig);
+    sh->nbytes = (uint32_t)bytes;
+    sh->step = (uint32_t)o->step[ch];
+    sh->sender = env->rank;
+    if (ch == 0 && o->sync_merge && !o->sync_sent) {
+        sh->flags |= ORB_PIECE_SYNC;
+        o->sync_sent = 1;
+    }
+}
+
 /* dst = op(a, b) (and fwd, the next peer's slot) with dst written past the caches: the
  * result goes to the slot, or block by block to a buffer in L1, and is streamed from there
  * (the reduction kernels have no streaming stores of their own). dst may be a, exactly. */
@@ -327,13 +376,12 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
          * everything else moves while it travels: a rooted call costs one hop, not a
          * round trip before its first piece. A disagreement still shows on both ends: in
          * the handshake, or in the signature of the first piece. */
-        if (ch == 0 && o->sync_next >= 0) {
-            const int recv_first = rc && !o->sync_recvd && s->recv_peer == o->sync_prev;
-            if (recv_first || (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next)) {
-                b->peer = recv_first ? o->sync_prev : o->sync_next;
-                b->for_data = recv_first;
-                break;
-            }
+        int for_data;
+        const int ahead = ch == 0 ? handshake_ahead(o, s, rc, sc, &for_data) : -1;
+        if (ahead >= 0) {
+            b->peer = ahead;
+            b->for_data = for_data;
+            break;
         }
         if (ch == 0 && rc && due_from(env, s->recv_peer)) { /* an earlier call's handshake is ahead */
             b->peer = s->recv_peer;
@@ -372,15 +420,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                            (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
                             orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
 
-        const char *src = NULL;
-        if (props & ORB_STEP_READS_SRC)
-            src = (const char *)(s->src_buf == ORB_BUF_INPUT    ? o->in
-                                 : s->src_buf == ORB_BUF_OUTPUT ? o->out
-                                                                : o->scratch) +
-                  (s->src_off + done) * esz;
-        char *dst = NULL;
-        if (props & ORB_STEP_WRITES_DST)
-            dst = (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
+        const char *src = step_src(o, s, props, done, esz);
+        char *dst = step_dst(o, s, props, done, esz);
         if (dst && o->guard_writes)
             settle_under(o, dst, n * esz);
         const void *in = rh ? (const void *)(rh + 1) : NULL;
@@ -423,17 +464,10 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
-            orb_piece_hdr_put(sh, &o->sig);
-            sh->nbytes = (uint32_t)(n * esz);
-            sh->step = (uint32_t)o->step[ch];
-            sh->sender = env->rank;
+            data_header(env, o, ch, sh, n * esz);
             if (remote) {
-                sh->flags = ORB_PIECE_REMOTE;
+                sh->flags |= ORB_PIECE_REMOTE;
                 sh->addr = (uint64_t)(uintptr_t)src;
-            }
-            if (ch == 0 && o->sync_merge && !o->sync_sent) { /* lane 0's first piece, to sync_next */
-                sh->flags |= ORB_PIECE_SYNC;
-                o->sync_sent = 1;
             }
             sc->ops->send_post(sc);
             if (remote) {
@@ -489,9 +523,9 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
             if (bytes > sc->slot_bytes)
                 return 0;
         }
-        if (!props || (o->sync_next >= 0 && ((rc && !o->sync_recvd && s->recv_peer == o->sync_prev) ||
-                                             (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next))))
-            return 0; /* (the general loop names an unknown kind; the handshake's piece goes first) */
+        int for_data;
+        if (!props || handshake_ahead(o, s, rc, sc, &for_data) >= 0)
+            return 0; /* (the general loop names an unknown kind) */
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & ORB_PIECE_REMOTE)))
             return 0;
@@ -500,15 +534,8 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig))))
             return piece_mismatch(env, &o->sig, rh, bytes, s->recv_peer, err, errlen);
         const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
-        const char *src = NULL;
-        if (props & ORB_STEP_READS_SRC)
-            src = (const char *)(s->src_buf == ORB_BUF_INPUT    ? o->in
-                                 : s->src_buf == ORB_BUF_OUTPUT ? o->out
-                                                                : o->scratch) +
-                  s->src_off * esz;
-        char *dst = NULL;
-        if (props & ORB_STEP_WRITES_DST)
-            dst = (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + s->dst_off * esz;
+        const char *src = step_src(o, s, props, 0, esz);
+        char *dst = step_dst(o, s, props, 0, esz);
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
@@ -519,14 +546,7 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         else if (d1 != src || pd > 1)
             orb_kernel_copy(d1, d2, src, s->count, o->dtype, pd);
         if (sh) {
-            orb_piece_hdr_put(sh, &o->sig);
-            sh->nbytes = (uint32_t)bytes;
-            sh->step = (uint32_t)o->step[0];
-            sh->sender = env->rank;
-            if (o->sync_merge && !o->sync_sent) { /* lane 0's first piece, to sync_next */
-                sh->flags |= ORB_PIECE_SYNC;
-                o->sync_sent = 1;
-            }
+            data_header(env, o, 0, sh, bytes);
             sc->ops->send_post(sc);
         }
         if (rh)
@@ -547,14 +567,12 @@ static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, c
         if (d->n) /* a peer is behind: the general loop waits for it */
             return 0;
     }
-    int handshakes = 0;
     for (int i = 0; i < nops; i++) {
         if (sync_pending(&ops[i])) {
             blocked_t b;
             const int m = sync_progress(env, ops, nops, i, &b, err, errlen);
             if (m < 0)
                 return m;
-            handshakes |= sync_pending(&ops[i]);
         }
         const int m = quick_lane(env, &ops[i], err, errlen);
         if (m <= 0)
@@ -562,7 +580,8 @@ static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, c
         if (nops > 1 && sync_pending(&ops[i])) /* a later call may wait behind its handshake */
             return 0;
     }
-    return !handshakes || defer_rest(env, ops, nops);
+    /* every call done; only a lone call can still wait for its handshake (a group's returned) */
+    return !sync_pending(&ops[nops - 1]) || defer_rest(env, ops, nops);
 }
 
 static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *buf,
