@@ -61,10 +61,12 @@ typedef struct {
 } orb_exec_op_t;
 
 /* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on
- * channel 0. The next run takes them before anything else from that peer on that channel and
- * does not end before every one is in and agrees: a rank that disagreed is found at the next
- * call at the latest (a rank returns ORB_OK only if every piece it received carried its own
- * signature, as before). One call's worth at most: a call defers only with none left due. */
+ * channel 0. Every later run takes those that are in before anything else from that peer on
+ * that channel and checks them; a run that may not defer (a call that is not rooted, the
+ * device path's orb_host_settle, orb_comm_destroy) does not end before every one is in and
+ * agrees, and a rooted call defers only while at most ORB_EXEC_DUE_MAX stay due. So a rank
+ * that disagreed is found within that many calls (sooner by the error a peer posts), and a
+ * rank returns ORB_OK only if every piece it received carried its own signature, as before. */
 #define ORB_EXEC_DUE_MAX 8
 typedef struct {
     int n;

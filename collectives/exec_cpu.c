@@ -138,12 +138,14 @@ static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *
 }
 
 /* All of the run is done but handshake pieces that may stay due (sync_defer, sent already):
- * leave them to the next run and end now. Only when nothing older is due, so a rank is never
- * more than one call ahead of a neighbour's signature. */
+ * leave them to later runs and end now, as long as no more than ORB_EXEC_DUE_MAX are due then.
+ * A root runs that many calls ahead of its neighbour's signature: with only one (before
+ * 2026-11-28), every rooted call of ranks that share cores waited for the scheduler to run
+ * the whole chain once (docs/perf.md). */
 static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops)
 {
     orb_exec_due_t *d = env->due;
-    if (!d || d->n)
+    if (!d)
         return 0;
     int k = 0;
     for (int i = 0; i < nops; i++) { /* every lane of every call done, every handshake sent */
@@ -157,7 +159,7 @@ static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
             return 0;
         k++;
     }
-    if (k == 0 || k > ORB_EXEC_DUE_MAX)
+    if (k == 0 || d->n + k > ORB_EXEC_DUE_MAX)
         return 0;
     for (int i = 0; i < nops; i++)
         if (sync_pending(&ops[i])) {
@@ -283,18 +285,19 @@ static char *step_dst(const orb_exec_op_t *o, const orb_step_t *s, unsigned prop
 
 /* Must step s of lane 0 wait for the call's handshake? Its piece goes first on its connections
  * (ring neighbours): a step receives from sync_prev only once the neighbour's handshake is in,
- * and sends to sync_next only once ours went (unless ours rides on this lane's first piece).
+ * and sends to sync_next only once ours went (unless ours rides on this lane's first piece);
+ * an earlier call's handshake still due from a peer goes before anything else from it.
  * Returns the neighbour waited for (*for_data: for its piece, not for room at it), or -1. */
-static int handshake_ahead(const orb_exec_op_t *o, const orb_step_t *s, const orb_conn_t *rc, const orb_conn_t *sc,
-                           int *for_data)
+static int handshake_ahead(const orb_exec_env_t *env, const orb_exec_op_t *o, const orb_step_t *s,
+                           const orb_conn_t *rc, const orb_conn_t *sc, int *for_data)
 {
     *for_data = 1;
-    if (o->sync_next < 0)
-        return -1;
-    if (rc && !o->sync_recvd && s->recv_peer == o->sync_prev)
+    if (rc && o->sync_next >= 0 && !o->sync_recvd && s->recv_peer == o->sync_prev)
         return o->sync_prev;
+    if (rc && due_from(env, s->recv_peer)) /* an earlier call's, still due */
+        return s->recv_peer;
     *for_data = 0;
-    if (sc && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next)
+    if (sc && o->sync_next >= 0 && !o->sync_sent && !o->sync_merge && s->send_peer == o->sync_next)
         return o->sync_next;
     return -1;
 }
@@ -377,15 +380,10 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
          * round trip before its first piece. A disagreement still shows on both ends: in
          * the handshake, or in the signature of the first piece. */
         int for_data;
-        const int ahead = ch == 0 ? handshake_ahead(o, s, rc, sc, &for_data) : -1;
+        const int ahead = ch == 0 ? handshake_ahead(env, o, s, rc, sc, &for_data) : -1;
         if (ahead >= 0) {
             b->peer = ahead;
             b->for_data = for_data;
-            break;
-        }
-        if (ch == 0 && rc && due_from(env, s->recv_peer)) { /* an earlier call's handshake is ahead */
-            b->peer = s->recv_peer;
-            b->for_data = 1;
             break;
         }
         if (nops > 1) {
@@ -524,7 +522,7 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
                 return 0;
         }
         int for_data;
-        if (!props || handshake_ahead(o, s, rc, sc, &for_data) >= 0)
+        if (!props || handshake_ahead(env, o, s, rc, sc, &for_data) >= 0)
             return 0; /* (the general loop names an unknown kind) */
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & ORB_PIECE_REMOTE)))
@@ -564,8 +562,6 @@ static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, c
         const int m = drain_due(env, waiting, &nwait, err, errlen);
         if (m < 0)
             return m;
-        if (d->n) /* a peer is behind: the general loop waits for it */
-            return 0;
     }
     for (int i = 0; i < nops; i++) {
         if (sync_pending(&ops[i])) {
@@ -580,8 +576,12 @@ static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, c
         if (nops > 1 && sync_pending(&ops[i])) /* a later call may wait behind its handshake */
             return 0;
     }
-    /* every call done; only a lone call can still wait for its handshake (a group's returned) */
-    return !sync_pending(&ops[nops - 1]) || defer_rest(env, ops, nops);
+    /* every call done; only a lone call can still wait for its handshake (a group's returned).
+     * Handshakes of earlier calls still due: a rooted call may leave them (defer_rest), any
+     * other waits for them in the general loop. */
+    if (!sync_pending(&ops[nops - 1]) && !(d && d->n))
+        return 1;
+    return defer_rest(env, ops, nops);
 }
 
 static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *buf,

@@ -8,6 +8,8 @@
  *                          still to go out of its buffer, which it then overwrites; what rank 1
  *                          receives afterwards (it starts once rank 0's send has returned) is
  *                          what the buffer held during the call
+ *   test_robust runahead   rank 0 returns from 8 broadcasts before the others make one, not
+ *                          from a 9th; a disagreement at the 5th of them is still reported
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -530,10 +532,164 @@ static int mode_vmismatch(void)
     return finish(6);
 }
 
+/* ---- runahead ------------------------------------------------------------------------ */
+
+/* A rooted call's root returns without its neighbour's handshake; up to 8 calls' handshakes
+ * may stay due (docs/errors.md), so the root runs ahead of ranks that have not started yet, and
+ * a mismatch among the calls it has returned from is still reported, naming the call. */
+#define RUNAHEAD 8
+#define RUNAHEAD_COUNT 16
+
+static float runahead_value(int call, size_t i) { return (float)(call * 1000 + (int)i); }
+
+static int mark_seen(const char *what, int peer)
+{
+    char path[160], name[64];
+    snprintf(name, sizeof name, "%s-%d", what, peer);
+    turn_path(path, sizeof path, "runahead", name);
+    return access(path, F_OK) == 0;
+}
+
+/* Rank 0 marks "what" for every other rank; rank r waits up to 30 s for its own and takes it. */
+static void mark_all(const char *what)
+{
+    char name[64];
+    for (int r = 1; r < nranks; r++) {
+        snprintf(name, sizeof name, "%s-%d", what, r);
+        turn_mark("runahead", name);
+    }
+}
+
+static int wait_mark(const char *what)
+{
+    char path[160], name[64];
+    snprintf(name, sizeof name, "%s-%d", what, rank);
+    turn_path(path, sizeof path, "runahead", name);
+    for (int i = 0; i < 3000; i++) {
+        if (unlink(path) == 0)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+static int mode_runahead(void)
+{
+    /* FIFOs deeper than the window, so that the window, not a full FIFO, stops the root */
+    setenv("ORBIT_SHM_SLOTS", "16", 1);
+    float buf[RUNAHEAD_COUNT];
+    char detail[2048];
+
+    /* 1. rank 0 returns from 8 broadcasts before any other rank makes one, and not from a 9th */
+    orb_comm_t c = init();
+    if (rank == 0) {
+        orb_status_t st = ORB_OK;
+        int k;
+        for (k = 1; k <= RUNAHEAD + 1 && st == ORB_OK; k++) {
+            for (size_t i = 0; i < RUNAHEAD_COUNT; i++)
+                buf[i] = runahead_value(k, i);
+            st = orb_broadcast(buf, buf, RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
+            if (k == RUNAHEAD)
+                mark_all("eight");
+        }
+        mark_all("nine");
+        snprintf(detail, sizeof detail, "broadcast %d: %s: %s", k - 1, orb_status_name(st), orb_comm_last_error(c));
+        check(st == ORB_OK, "9 broadcasts from the root", detail);
+    } else {
+        const int ahead = wait_mark("eight");
+        snprintf(detail, sizeof detail, "no mark from rank 0 within 30 s of rank %d's start", rank);
+        check(ahead, "rank 0 returned from 8 broadcasts before this rank made one", detail);
+        usleep(200000); /* rank 0 cannot return from a 9th now; were it to, this is time enough to see it */
+        check(!mark_seen("nine", rank), "rank 0 did not return from a 9th broadcast while 8 handshakes were due",
+              "rank 0 marked its 9th call done before this rank made its first");
+        /* no other rank starts before every one has looked (rank 0 waits for its ring neighbour's
+         * handshake, whichever rank that is) */
+        char name[64];
+        snprintf(name, sizeof name, "checked-%d", rank);
+        turn_mark("runahead", name);
+        for (int q = 1, i = 0; q < nranks && i < 3000; i++)
+            if (mark_seen("checked", q))
+                q++;
+            else
+                usleep(10000);
+        int wrong = 0, k;
+        orb_status_t st = ORB_OK;
+        for (k = 1; k <= RUNAHEAD + 1 && st == ORB_OK; k++) {
+            memset(buf, 0xff, sizeof buf);
+            st = orb_broadcast(buf, buf, RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
+            for (size_t i = 0; st == ORB_OK && i < RUNAHEAD_COUNT; i++)
+                wrong += buf[i] != runahead_value(k, i);
+        }
+        snprintf(detail, sizeof detail, "broadcast %d: %s, %d elements wrong: %s", k - 1, orb_status_name(st), wrong,
+                 orb_comm_last_error(c));
+        check(st == ORB_OK && wrong == 0, "9 broadcasts received, every element exact", detail);
+        wait_mark("nine");
+    }
+    orb_status_t bst = orb_barrier(c);
+    check(bst == ORB_OK, "barrier after the run-ahead", orb_comm_last_error(c));
+    if (rank != 0) { /* every rank is past the wait for it now */
+        char path[160], name[64];
+        snprintf(name, sizeof name, "checked-%d", rank);
+        turn_path(path, sizeof path, "runahead", name);
+        unlink(path);
+    }
+    orb_comm_destroy(c);
+
+    /* 2. the others disagree at the 5th of the 8 calls rank 0 has returned from */
+    c = init();
+    const char *want[2] = {"broadcast #5 (count 16, float32, root 0)", "broadcast #5 (count 17, float32, root 0)"};
+    orb_status_t st = ORB_OK;
+    if (rank == 0) {
+        for (int k = 1; k <= RUNAHEAD && st == ORB_OK; k++)
+            st = orb_broadcast(buf, buf, RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
+        check(st == ORB_OK, "8 broadcasts from the root before the others start", orb_comm_last_error(c));
+        mark_all("due");
+        st = orb_barrier(c);
+    } else {
+        wait_mark("due");
+        int k;
+        for (k = 1; k <= RUNAHEAD && st == ORB_OK; k++)
+            st = orb_broadcast(buf, buf, k == 5 ? RUNAHEAD_COUNT + 1 : RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
+        /* (a rank further down the chain may hear of it from the rank that saw it first) */
+        snprintf(detail, sizeof detail, "failed at call %d", k - 1);
+        check(k - 1 <= 5, "no other rank gets past the call that disagrees", detail);
+    }
+    const char *msg = orb_comm_last_error(c);
+    snprintf(detail, sizeof detail, "got %s: %s", orb_status_name(st), msg);
+    check(st == ORB_ERR_MISMATCH, "mismatch at the 5th of the calls rank 0 returned from", detail);
+    check(strstr(msg, want[0]) && strstr(msg, want[1]), "the message names both 5th calls", detail);
+    orb_comm_destroy(c);
+
+    /* 3. calls that receive from a rank whose handshakes are still due take those first, not
+     * as their data: broadcasts from the last rank (its neighbour's handshakes stay due), then
+     * an all-gather, many times over so that a handshake piece lands in every gap of the path */
+    c = init();
+    st = ORB_OK;
+    int wrong = 0, it;
+    float one = 0, all[8];
+    for (it = 0; it < 20000 && st == ORB_OK; it++) {
+        for (int k = 0; k < 3 && st == ORB_OK; k++) {
+            one = rank == nranks - 1 ? runahead_value(it, (size_t)k) : -1.0f;
+            st = orb_broadcast(&one, &one, 1, ORB_FLOAT32, nranks - 1, c, NULL);
+            wrong += st == ORB_OK && one != runahead_value(it, (size_t)k);
+        }
+        one = runahead_value(it, (size_t)rank);
+        if (st == ORB_OK)
+            st = orb_allgather(&one, all, 1, ORB_FLOAT32, c, NULL);
+        for (int r = 0; st == ORB_OK && r < nranks && r < 8; r++)
+            wrong += all[r] != runahead_value(it, (size_t)r);
+    }
+    snprintf(detail, sizeof detail, "iteration %d: %s, %d values wrong: %s", it - 1, orb_status_name(st), wrong,
+             orb_comm_last_error(c));
+    check(st == ORB_OK && wrong == 0, "broadcasts running ahead, then all-gathers, 20000 times", detail);
+    orb_comm_destroy(c);
+    return finish(rank == 0 ? 6 : 8);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_robust mismatch|timeout|abort|stranger|chaos SEED\n");
+        fprintf(stderr, "usage: test_robust mismatch|vmismatch|timeout|abort|stranger|tcpsettle|runahead|chaos SEED\n");
         return 2;
     }
     if (!strcmp(argv[1], "mismatch"))
@@ -548,6 +704,8 @@ int main(int argc, char **argv)
         return mode_stranger();
     if (!strcmp(argv[1], "tcpsettle"))
         return mode_tcpsettle();
+    if (!strcmp(argv[1], "runahead"))
+        return mode_runahead();
     if (!strcmp(argv[1], "forever")) { /* for the launcher-kill test */
         orb_comm_t c = init();
         float x = 1, y;
