@@ -21,20 +21,28 @@ static inline void turn_mark(const char *tag, const char *what)
         fclose(f);
 }
 
-/* 1 once the mark is there (and removed); 0 after 90 s, with a FAIL line naming rank and file. */
-static inline int turn_wait(const char *tag, const char *what, int rank)
+/* Is the mark there? (left in place) */
+static inline int turn_seen(const char *tag, const char *what)
 {
     char path[160];
     turn_path(path, sizeof path, tag, what);
-    for (int i = 0; i < 9000; i++) {
-        if (access(path, F_OK) == 0) {
-            unlink(path);
+    return access(path, F_OK) == 0;
+}
+
+/* 1 once the mark is there (and removed); 0 after `seconds`, with a FAIL line naming rank and file. */
+static inline int turn_wait_for(const char *tag, const char *what, int rank, int seconds)
+{
+    char path[160];
+    turn_path(path, sizeof path, tag, what);
+    for (int i = 0; i < seconds * 100; i++) {
+        if (unlink(path) == 0)
             return 1;
-        }
         usleep(10000);
     }
     fprintf(stderr, "FAIL rank %d: %s never appeared\n", rank, path);
     return 0;
 }
+
+static inline int turn_wait(const char *tag, const char *what, int rank) { return turn_wait_for(tag, what, rank, 90); }
 
 #endif

@@ -542,15 +542,7 @@ static int mode_vmismatch(void)
 
 static float runahead_value(int call, size_t i) { return (float)(call * 1000 + (int)i); }
 
-static int mark_seen(const char *what, int peer)
-{
-    char path[160], name[64];
-    snprintf(name, sizeof name, "%s-%d", what, peer);
-    turn_path(path, sizeof path, "runahead", name);
-    return access(path, F_OK) == 0;
-}
-
-/* Rank 0 marks "what" for every other rank; rank r waits up to 30 s for its own and takes it. */
+/* Rank 0 marks "what-<r>" for every other rank r (tests/common/take_turns.h). */
 static void mark_all(const char *what)
 {
     char name[64];
@@ -560,17 +552,19 @@ static void mark_all(const char *what)
     }
 }
 
+/* This rank's own mark ("what-<rank>"): waits up to 30 s for it (the test's ORBIT_TIMEOUT). */
 static int wait_mark(const char *what)
 {
-    char path[160], name[64];
+    char name[64];
     snprintf(name, sizeof name, "%s-%d", what, rank);
-    turn_path(path, sizeof path, "runahead", name);
-    for (int i = 0; i < 3000; i++) {
-        if (unlink(path) == 0)
-            return 1;
-        usleep(10000);
-    }
-    return 0;
+    return turn_wait_for("runahead", name, rank, 30);
+}
+
+static int mark_seen(const char *what, int peer)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s-%d", what, peer);
+    return turn_seen("runahead", name);
 }
 
 static int mode_runahead(void)
