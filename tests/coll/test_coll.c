@@ -10,6 +10,7 @@
  * exits non-zero when any rank does. Also checked: the element past the largest buffer region
  * the call may touch stays untouched, and an out-of-place call leaves its send buffer as it
  * was. */
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,14 +171,84 @@ static int64_t kval(int r, size_t i, orb_op_t op, orb_dtype_t t)
     return (int64_t)(h % 33);
 }
 
+/* kval's six forms: what it computes depends on (op, t) only through this */
+static inline int kform(orb_op_t op, orb_dtype_t t)
+{
+    if (is_float(t))
+        return op == ORB_PROD ? 0 : 1;
+    if (op == ORB_PROD)
+        return is_signed_int(t) ? 2 : 3;
+    return is_signed_int(t) ? 4 : 5;
+}
+
+/* Every rank's k for one window of elements, per form, computed by kval once. A reduction's
+ * reference reads nranks of them per element, and the window recurs across dtypes, ops, roots,
+ * both buffer forms and collectives: recomputing them per read was most of the matrix's time
+ * (8 ranks: 70% of the CPU went to kval, fill and the reference, 2% to orbit). */
+static struct {
+    size_t lo, n;
+    int16_t *k; /* k[(i - lo) * nranks + r]: a reference reads one element's ks together; |k| <= 192 */
+} kwin[6];
+
+static void kwin_set(orb_op_t op, orb_dtype_t t, size_t lo, size_t n)
+{
+    int f = kform(op, t);
+    if (kwin[f].k && kwin[f].lo == lo && kwin[f].n == n)
+        return;
+    free(kwin[f].k);
+    kwin[f].k = n ? malloc(sizeof *kwin[f].k * n * (size_t)nranks) : NULL;
+    if (!kwin[f].k)
+        return; /* kv computes every k afresh */
+    for (size_t j = 0; j < n; j++)
+        for (int r = 0; r < nranks; r++)
+            kwin[f].k[j * (size_t)nranks + (size_t)r] = (int16_t)kval(r, lo + j, op, t);
+    kwin[f].lo = lo;
+    kwin[f].n = n;
+}
+
+/* kval, from the window where it holds element i */
+static inline int64_t kv(int r, size_t i, orb_op_t op, orb_dtype_t t)
+{
+    int f = kform(op, t);
+    if (kwin[f].k && i - kwin[f].lo < kwin[f].n) /* i < lo wraps to a large value */
+        return kwin[f].k[(i - kwin[f].lo) * (size_t)nranks + (size_t)r];
+    return kval(r, i, op, t);
+}
+
+/* An element's bytes for each k kval makes (-192..192), per dtype: k/128 for the floats, k
+ * for the integers; the first esize(t) bytes of each entry. */
+static uint64_t kbytes[ORB_NUM_DTYPES][385];
+
+static void kbytes_init(void)
+{
+    for (int t = 0; t < ORB_NUM_DTYPES; t++)
+        for (int k = -192; k <= 192; k++) {
+            if (is_float((orb_dtype_t)t))
+                store_float((orb_dtype_t)t, &kbytes[t][k + 192], 0, (double)k / 128.0);
+            else
+                store_int((orb_dtype_t)t, &kbytes[t][k + 192], 0, (uint64_t)k);
+        }
+}
+
 static void fill(orb_dtype_t t, orb_op_t op, int r, void *buf, size_t n, size_t base)
 {
+    const size_t es = esize(t);
+    unsigned char *p = buf;
     for (size_t i = 0; i < n; i++) {
-        int64_t k = kval(r, base + i, op, t);
-        if (is_float(t))
-            store_float(t, buf, i, (double)k / 128.0);
-        else
-            store_int(t, buf, i, (uint64_t)k);
+        const uint64_t *b = &kbytes[t][kv(r, base + i, op, t) + 192];
+        switch (es) { /* constant sizes: memcpy inlined */
+        case 1:
+            memcpy(p + i, b, 1);
+            break;
+        case 2:
+            memcpy(p + 2 * i, b, 2);
+            break;
+        case 4:
+            memcpy(p + 4 * i, b, 4);
+            break;
+        default:
+            memcpy(p + 8 * i, b, 8);
+        }
     }
 }
 
@@ -192,7 +263,7 @@ static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
 {
     ref_t R = {0, 0, 0};
     for (int r = 0; r < nranks; r++) {
-        int64_t k = kval(r, idx, op, t);
+        int64_t k = kv(r, idx, op, t);
         if (is_float(t)) {
             double x = (double)k / 128.0;
             R.absum += fabs(x);
@@ -230,6 +301,32 @@ static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
             R.u = R.u / (uint64_t)nranks;
     }
     return R;
+}
+
+/* One (dtype, op)'s reference over one window of elements, kept: a reduction is checked for
+ * every root and both buffer forms against the same values. NULL when out of memory. */
+static struct {
+    orb_dtype_t t;
+    orb_op_t op;
+    size_t lo, n;
+    ref_t *R;
+} rwin;
+
+static const ref_t *rwin_get(orb_dtype_t t, orb_op_t op, size_t lo, size_t n)
+{
+    if (rwin.R && rwin.t == t && rwin.op == op && rwin.lo == lo && rwin.n == n)
+        return rwin.R;
+    free(rwin.R);
+    rwin.R = n ? malloc(sizeof *rwin.R * n) : NULL;
+    if (!rwin.R)
+        return NULL;
+    for (size_t j = 0; j < n; j++)
+        rwin.R[j] = reduce_ref(t, op, lo + j);
+    rwin.t = t;
+    rwin.op = op;
+    rwin.lo = lo;
+    rwin.n = n;
+    return rwin.R;
 }
 
 static double unit_roundoff(orb_dtype_t t)
@@ -346,6 +443,9 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         return;
     }
     memset(outb, 0xA5, big * es);
+    /* the elements the check reads: one block of count, at this rank's block for these */
+    if (c != C_ALLTOALLV)
+        kwin_set(op, t, c == C_RS || c == C_ALLTOALL || c == C_SCATTER ? (size_t)rank * count : 0, count);
     void *send = inb, *recv = outb;
     /* this rank's input, at its place for the in-place layouts */
     fill(t, op, rank, inb, in_n, 0);
@@ -362,6 +462,10 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
             send = outb;
         }
     }
+    /* out-of-place: a copy of the send buffer, to show the call left it alone */
+    unsigned char *again = NULL;
+    if (!inplace && in_n > 0 && !(c == C_SCATTER && rank != root) && (again = malloc(in_n * es)))
+        memcpy(again, inb, in_n * es);
     orb_status_t st = ORB_OK;
     switch (c) {
     case C_ALLREDUCE:
@@ -390,6 +494,7 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         if (!v) {
             report(c, t, op, count, root, inplace, "test out of memory");
             free(inb);
+            free(again);
             free(outb);
             return;
         }
@@ -421,6 +526,7 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
         snprintf(what, sizeof what, "returned %s: %s", orb_status_name(st), orb_comm_last_error(comm));
         report(c, t, op, count, root, inplace, what);
         free(inb);
+        free(again);
         free(outb);
         return;
     }
@@ -429,6 +535,9 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
     long wrong = 0;
     size_t first = 0;
     int has_output = !((c == C_REDUCE || c == C_GATHER) && rank != root) && !(c == C_SENDRECV && nranks == 1);
+    const size_t rlo = c == C_RS ? (size_t)rank * count : 0;
+    const ref_t *refs = has_output && (c == C_ALLREDUCE || c == C_REDUCE || c == C_RS) ? rwin_get(t, op, rlo, count)
+                                                                                       : NULL;
     for (size_t i = 0; has_output && i < out_n; i++) {
         int src_rank = -1; /* data movement: whose element */
         size_t src_idx = i;
@@ -468,13 +577,13 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
             for (size_t b = 0; b < es; b++)
                 ok &= res[i * es + b] == 0xA5;
         } else if (src_rank >= 0) {
-            int64_t k = kval(src_rank, src_idx, rop, t);
+            int64_t k = kv(src_rank, src_idx, rop, t);
             if (is_float(t))
                 ok = load(t, res, i) == (double)k / 128.0;
             else
                 ok = load_int(t, res, i) == wrap(t, (uint64_t)k);
         } else {
-            ref_t R = reduce_ref(t, rop, src_idx);
+            ref_t R = refs ? refs[src_idx - rlo] : reduce_ref(t, rop, src_idx);
             if (is_float(t))
                 ok = close_enough(t, rop, load(t, res, i), &R);
             else
@@ -502,17 +611,11 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
             break;
         }
     /* out-of-place: the send buffer is input only */
-    if (!inplace && in_n > 0 && !(c == C_SCATTER && rank != root)) {
-        unsigned char *again = malloc(in_n * es);
-        if (again) {
-            fill(t, op, rank, again, in_n, 0);
-            if (memcmp(again, inb, in_n * es) != 0) {
-                also = "; changed the (out-of-place) send buffer";
-                wrong++;
-            }
-            free(again);
-        }
+    if (again && memcmp(again, inb, in_n * es) != 0) {
+        also = "; changed the (out-of-place) send buffer";
+        wrong++;
     }
+    free(again);
     if (wrong) {
         char what[256];
         snprintf(what, sizeof what, "%ld wrong elements, first at %zu%s", wrong, first, also);
@@ -542,6 +645,9 @@ static int listed(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
+    /* the large cases' buffers come back from the heap, not as fresh pages from mmap every case */
+    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1024 << 20);
     const char *only = "all", *skip = "";
     int quick = 0;
     for (int i = 1; i < argc; i++) {
@@ -568,12 +674,15 @@ int main(int argc, char **argv)
     }
     orb_comm_rank(comm, &rank);
     orb_comm_size(comm, &nranks);
+    kbytes_init();
     const size_t counts[] = {0, 1, 5, 7, 1000, 1023, (1u << 20) + 3};
     const int ncounts = quick ? 5 : 7;
     /* pass 0 counts the matrix's cases, pass 1 runs them: a case that returns without a
      * verdict, or a loop that stops early, shows as a difference */
     long expected = 0;
+    /* counts outermost: the k windows (kwin_set) then serve every collective, dtype and op */
     for (int pass = 0; pass < 2; pass++)
+    for (int ci = 0; ci < ncounts; ci++)
     for (int c = 0; c < C_COUNT; c++) {
         if ((strcmp(only, "all") && !listed(only, coll_names[c])) || listed(skip, coll_names[c]))
             continue;
@@ -585,7 +694,7 @@ int main(int argc, char **argv)
             for (int op = 0; op < ORB_NUM_OPS; op++) {
                 if (!op_applies(c, (orb_op_t)op))
                     continue;
-                for (int ci = 0; ci < ncounts; ci++) {
+                {
                     size_t count = counts[ci];
                     /* the 1 Mi case: every dtype with sum, every op with float32/int32 */
                     if (count > 4096 && op != ORB_SUM && t != ORB_FLOAT32 && t != ORB_INT32)
