@@ -12,7 +12,7 @@
 #      (tests/ib/rxe_vm.sh, suite ibvm), one boot per mode; skipped (77) where no guest boots
 #   3. the quick suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. the multithreaded tests under ThreadSanitizer
-#   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 60)
+#   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 30) on 2 workers
 # Every stage runs even when an earlier one failed; each prints its wall time, and the end
 # has one line per stage (passed / failed / skipped and why). Exits 1 if any stage failed.
 set -uo pipefail
@@ -44,6 +44,12 @@ skip() {
   echo "=== test.sh: $1: skipped: $2"
 }
 
+# configure DIR [meson options...]: set up a build dir once; the `meson test` that follows
+# (without --no-rebuild) builds only what its tests depend on, not the trainer, benches and tools
+configure() {
+  local dir=$1; shift
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" -Dwerror=true "$@" >/dev/null
+}
 main_suite() {
   bash scripts/build.sh build
   meson test -C build --print-errorlogs --num-processes 2 --no-suite ibvm
@@ -67,7 +73,7 @@ one_cpu() {
   taskset -c 0 meson test -C build --no-rebuild --print-errorlogs --num-processes 1 --suite quick
 }
 emulator() {
-  bash scripts/build.sh build-emu -Dgpu_emu=true
+  configure build-emu -Dgpu_emu=true
   # reverse: a block's threads run last-first between barriers, so a read of what thread 0
   # wrote without a barrier in between sees stale data (forward and random: docs/gpu.md)
   # The matrices of process ranks (the full ones, and the quick ones of each protocol and of the
@@ -75,30 +81,31 @@ emulator() {
   # instead of 103 s at 4 ranks); every other GPU test keeps the default model, where processes
   # take turns on the device in time slices as on a GPU without MPS (docs/gpu.md): the
   # blocking form's matrix, the schedulers' and the two-GPU tests among them.
-  ORBIT_CUDA_EMU_ORDER=reverse meson test -C build-emu --no-rebuild --print-errorlogs --num-processes 1 --suite gpu \
+  ORBIT_CUDA_EMU_ORDER=reverse meson test -C build-emu --print-errorlogs --num-processes 1 --suite gpu \
     --no-suite gpu-full
-  ORBIT_CUDA_EMU_ORDER=reverse ORBIT_CUDA_EMU_MPS=1 meson test -C build-emu --no-rebuild --print-errorlogs \
+  ORBIT_CUDA_EMU_ORDER=reverse ORBIT_CUDA_EMU_MPS=1 meson test -C build-emu --print-errorlogs \
     --num-processes 1 --suite gpu-full
-  meson test -C build-emu --no-rebuild --print-errorlogs kernels_cuda
+  meson test -C build-emu --print-errorlogs kernels_cuda
 }
 asan() {
-  bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
+  configure build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes 2 --suite quick
 }
 tsan() {
-  bash scripts/build.sh build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcuda=disabled
+  configure build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcuda=disabled
   TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes 1 --suite tsan
 }
 fuzz() {
-  [ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=enabled -Dcuda=disabled \
-    -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dwerror=true >/dev/null
+  CC=clang configure build-fuzz -Dfuzz=enabled -Dcuda=disabled -Db_sanitize=address,undefined \
+    -Dbuildtype=debugoptimized
   ninja -C build-fuzz tests/fuzz/fuzz_wire
   local work rc
   work=$(mktemp -d)
   cp tests/fuzz/corpus/* "$work"/
-  echo "fuzzing the wire parsers for ${ORBIT_FUZZ_SECONDS:-60} s"
-  (cd "$work" && "$OLDPWD"/build-fuzz/tests/fuzz/fuzz_wire -max_total_time="${ORBIT_FUZZ_SECONDS:-60}" \
+  # two workers (libFuzzer's fork mode): the two cores fuzz 60 CPU-seconds in 30 s
+  echo "fuzzing the wire parsers for ${ORBIT_FUZZ_SECONDS:-30} s on 2 workers"
+  (cd "$work" && "$OLDPWD"/build-fuzz/tests/fuzz/fuzz_wire -fork=2 -max_total_time="${ORBIT_FUZZ_SECONDS:-30}" \
      -print_final_stats=1 . >fuzz.log 2>&1); rc=$?
   tail -5 "$work/fuzz.log"
   rm -rf "$work"

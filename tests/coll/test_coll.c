@@ -171,6 +171,11 @@ static int64_t kval(int r, size_t i, orb_op_t op, orb_dtype_t t)
     return (int64_t)(h % 33);
 }
 
+/* The caches below belong to one rank: per-thread where ranks are threads (thread_ranks.h). */
+#ifndef RANK_LOCAL
+#define RANK_LOCAL
+#endif
+
 /* kval's six forms: what it computes depends on (op, t) only through this */
 static inline int kform(orb_op_t op, orb_dtype_t t)
 {
@@ -185,7 +190,7 @@ static inline int kform(orb_op_t op, orb_dtype_t t)
  * reference reads nranks of them per element, and the window recurs across dtypes, ops, roots,
  * both buffer forms and collectives: recomputing them per read was most of the matrix's time
  * (8 ranks: 70% of the CPU went to kval, fill and the reference, 2% to orbit). */
-static struct {
+static RANK_LOCAL struct {
     size_t lo, n;
     int16_t *k; /* k[(i - lo) * nranks + r]: a reference reads one element's ks together; |k| <= 192 */
 } kwin[6];
@@ -217,7 +222,7 @@ static inline int64_t kv(int r, size_t i, orb_op_t op, orb_dtype_t t)
 
 /* An element's bytes for each k kval makes (-192..192), per dtype: k/128 for the floats, k
  * for the integers; the first esize(t) bytes of each entry. */
-static uint64_t kbytes[ORB_NUM_DTYPES][385];
+static RANK_LOCAL uint64_t kbytes[ORB_NUM_DTYPES][385];
 
 static void kbytes_init(void)
 {
@@ -305,7 +310,7 @@ static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
 
 /* One (dtype, op)'s reference over one window of elements, kept: a reduction is checked for
  * every root and both buffer forms against the same values. NULL when out of memory. */
-static struct {
+static RANK_LOCAL struct {
     orb_dtype_t t;
     orb_op_t op;
     size_t lo, n;
@@ -730,6 +735,12 @@ int main(int argc, char **argv)
         bad = 1;
     }
     printf("rank %d: %ld passed, %ld failed (of %ld cases)\n", rank, passed, failed, expected);
+    for (int f = 0; f < 6; f++) {
+        free(kwin[f].k);
+        kwin[f].k = NULL;
+    }
+    free(rwin.R);
+    rwin.R = NULL;
     orb_comm_destroy(comm);
     return bad ? 1 : 0;
 }

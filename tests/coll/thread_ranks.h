@@ -44,3 +44,4 @@ static orb_status_t thread_destroy(orb_comm_t c)
 #define ran (*tl_ran())
 #define orb_comm_init_env thread_init_env
 #define orb_comm_destroy thread_destroy
+#define RANK_LOCAL _Thread_local

@@ -7,3 +7,4 @@
 #undef ran
 #undef orb_comm_init_env
 #undef orb_comm_destroy
+#undef RANK_LOCAL

@@ -153,8 +153,15 @@ int main(void)
         return 77;
     }
     ref_init();
-    /* the CPU test's sizes plus one that fills many blocks with the unrolled loop */
-    static const size_t sizes[] = {0, 1, 7, 64, 1000, 4099, 1 << 20};
+    /* The CPU test's sizes plus one that fills the widest grid the kernels launch (4 blocks of
+     * 512 threads per SM, each thread 4 16-byte packs: kernels/reduce_cuda.cu, ORB_CUDA_UNROLL)
+     * twice over with 8-byte elements, so the grid-stride loop goes round, and a ragged tail.
+     * From the device's SM count: the emulator's stage sets 2 (ORBIT_CUDA_EMU_SMS, meson.build). */
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess || sms < 1)
+        sms = 1;
+    const size_t big = 2 * (size_t)sms * 4 * 512 * 4 * 16 / 8 + 5;
+    const size_t sizes[] = {0, 1, 7, 64, 1000, 4099, big};
     static const int pds[] = {0, 3};
     long cases = 0;
     for (size_t t = 0; t < NDT; t++)
