@@ -22,7 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-ITERS_MAX, WARMUP_MAX = 50, 5  # the same budgets as bench/options.c
+ITERS_MAX, WARMUP_MAX = 50, 20  # the same budgets as bench/options.c
 ITER_BUDGET, WARMUP_BUDGET = 1 << 30, 256 << 20
 
 

@@ -9,7 +9,11 @@
 #include "dtype.h"
 
 #define ITERS_MAX 50
-#define WARMUP_MAX 5
+/* Untimed calls: enough for two laps of orbit's default FIFO (8 slots) when a call fills one
+ * slot (64-256 KiB), so no timed call is the first to touch a slot's pages. With 5, three of
+ * the 50 timed calls at 256 KiB paid the page faults of fresh slots: 10 timed send/recv calls
+ * took 127-167 us a call after 5 untimed ones, 43-57 us after 20 (docs/perf.md, 2026-11-29). */
+#define WARMUP_MAX 20
 #define ITER_BUDGET_BYTES ((size_t)1 << 30)
 #define WARMUP_BUDGET_BYTES ((size_t)256 << 20)
 
@@ -26,7 +30,7 @@ static void usage(FILE *f, const bench_coll_t *coll, const char *prog)
             "  --op OP               sum prod min max avg                     [sum]\n"
             "  --root R              root rank of broadcast, reduce, gather   [0]\n"
             "  --iters N             timed calls per size    [50, fewer above 16M]\n"
-            "  --warmup N            untimed calls per size  [5, fewer above 32M]\n"
+            "  --warmup N            untimed calls per size  [20, fewer above 12M]\n"
             "  --check               verify results with an exact pattern; counts #wrong\n"
             "  --inplace             run only the in-place variant\n"
             "  --no-inplace          run only the out-of-place variant        [both]\n"
