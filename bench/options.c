@@ -12,7 +12,7 @@
 /* Untimed calls: enough for two laps of orbit's default FIFO (8 slots) when a call fills one
  * slot (64-256 KiB), so no timed call is the first to touch a slot's pages. With 5, three of
  * the 50 timed calls at 256 KiB paid the page faults of fresh slots: 10 timed send/recv calls
- * took 127-167 us a call after 5 untimed ones, 43-57 us after 20 (docs/perf.md, 2026-11-29). */
+ * took 169 us a call after 5 untimed ones, 53 us after 20 (medians; docs/perf.md, 2026-11-29). */
 #define WARMUP_MAX 20
 #define ITER_BUDGET_BYTES ((size_t)1 << 30)
 #define WARMUP_BUDGET_BYTES ((size_t)256 << 20)
