@@ -360,10 +360,14 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
      * 0.46-0.89x, all-gather 0.46-0.74x; the direct plans (send/recv 4 and 16 MiB 1.4x
      * slower, more pieces for nothing to pass on) keep the slot. One host only (model_init
      * drops the L2 across hosts): what crosses hosts waits in socket or NIC buffers, not in a
-     * slot the receiver reads. */
+     * slot the receiver reads. A FIFO deeper than CAP_SLOTS keeps their cap: its other slots
+     * are room for small calls to run ahead (rooted calls with more ranks than cores), and
+     * halving the chunk for them cost large calls (Zen 3, docs/perf.md 2026-11-29: 16 slots
+     * with L2/16 chunks 1.1-1.6x the time of 8 slots at 1-16 MiB, with L2/8 chunks the same). */
+    enum { CAP_SLOTS = 8 };
     size_t cap_elems = slot_elems;
     if (!chunk_forced && nslots > 0 && m.flat.l2_bytes > 0) {
-        double cap = fmax(m.flat.l2_bytes / nslots, 256.0) / (double)elem_size;
+        double cap = fmax(m.flat.l2_bytes / (nslots < CAP_SLOTS ? nslots : CAP_SLOTS), 256.0) / (double)elem_size;
         cap_elems = cap < 1 ? 1 : cap < (double)slot_elems ? (size_t)cap : slot_elems;
     }
     det = det && orb_coll_reduces(coll);

@@ -276,6 +276,16 @@ static void formulas(void)
         CHECK(orb_tuner_choose_det(ORB_COLL_BROADCAST, 1 << 22, 4, 4, &z, NULL, 262144, 8, 2, 0, &t) == ORB_OK &&
                   t.chunk_elems <= 16384,
               "16 MiB broadcast, L2 512 KiB, 8 slots: %s chunk %zu", orb_algo_name(t.algo), t.chunk_elems);
+        /* a deeper FIFO keeps the 8-slot cap (its other slots are run-ahead room for small calls);
+         * a shallower one fits fewer chunks, so they may be larger: L2/4 = 128 KiB (32768 floats) */
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 16, 2, 0, &t) == ORB_OK &&
+                  t.algo == ORB_ALGO_RING && t.chunk_elems == 16384,
+              "16 MiB all-reduce, L2 512 KiB, 16 slots: %s chunk %zu (%s)", orb_algo_name(t.algo), t.chunk_elems,
+              t.reason);
+        CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 4, 2, 0, &t) == ORB_OK &&
+                  t.algo == ORB_ALGO_RING && t.chunk_elems == 32768,
+              "16 MiB all-reduce, L2 512 KiB, 4 slots: %s chunk %zu (%s)", orb_algo_name(t.algo), t.chunk_elems,
+              t.reason);
         const int two_hosts[2] = {0, 1};
         const orb_tuner_hosts_t h2 = {.nhosts = 2, .host_of = two_hosts, .inter = {20.0, 1.25, 524288}, .nics = 1};
         CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, &h2, 262144, 8, 2, 0, &t) == ORB_OK &&
@@ -292,8 +302,8 @@ static void formulas(void)
                   t.chunk_elems == 65536,
               "16 MiB all-reduce, slots unknown: chunk %zu", t.chunk_elems);
         CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 64, 2, 0, &t) == ORB_OK &&
-                  t.chunk_elems == 2048,
-              "16 MiB all-reduce, L2 512 KiB, 64 slots: chunk %zu (8 KiB)", t.chunk_elems);
+                  t.chunk_elems == 16384,
+              "16 MiB all-reduce, L2 512 KiB, 64 slots: chunk %zu (64 KiB, the 8-slot cap)", t.chunk_elems);
         const orb_link_cost_t nol2 = {0.67, 4.76, 0};
         CHECK(orb_tuner_choose(ORB_COLL_ALLREDUCE, 65536, 4, 2, &nol2, 262144, 2, &t) == ORB_OK &&
                   t.algo == ORB_ALGO_DIRECT,
