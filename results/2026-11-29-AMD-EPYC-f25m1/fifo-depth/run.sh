@@ -12,6 +12,8 @@
 #   s16-cap64k/: B = 16 x 256 KiB with ORBIT_CHUNK_BYTES=65536 (the chunk the tuner's cache cap,
 #              L2/nslots, gives 8 slots here; 16 slots halve it), parts 3 and 4 warm, ring and
 #              chain collectives only (P3_COLLS="allreduce allgather broadcast reduce_scatter"), R=7
+#   s16-newcap/: B = 16 x 256 KiB after the tuner keeps the 8-slot chunk cap for deeper FIFOs
+#              (the commit after c1a2a90), parts 3 and 4 warm, every collective of part 3, R=7
 #   part 1: 4 ranks on the 2 cores (more ranks than cores), 8 B-4 KiB
 #   part 2: 2 ranks (one a core), 8 B-4 KiB
 #   part 3: 2 ranks, 256 KiB-64 MiB;  part 4: 4 ranks, 256 KiB-16 MiB
