@@ -43,7 +43,7 @@ typedef struct {
     lane_state_t *lanes; /* [rank * ORB_MAX_CHANNELS + channel] */
     int *queue;          /* lanes that may be able to move, as rank * ORB_MAX_CHANNELS + channel */
     size_t qhead, qlen;
-    val_t *in, *src, *out; /* one piece each */
+    val_t *out; /* one piece: a step's values when it reduces or finishes them */
     char *err;
     size_t errlen;
     orb_status_t st;
@@ -410,11 +410,14 @@ static int lane_move(check_t *x, int r, int c)
             return 0;
     }
     char w[256], t[128];
+    /* values are read where they lie (the sender's slot, the rank's memory): the slot stays
+     * intact until this lane pushes again, and nothing below writes before the last read */
+    const val_t *in = NULL, *src = NULL;
     if (fin) {
         if (fin->len[fin->head] != len)
             return fail(x, "%s: expects a piece of %zu elements from rank %d, which sent %zu",
                         where(x, r, c, i, w, sizeof w), len, s->recv_peer, fin->len[fin->head]);
-        memcpy(x->in, fin->data + fin->head * x->o.slot_elems, len * sizeof(val_t));
+        in = fin->data + fin->head * x->o.slot_elems;
         fin->head = (fin->head + 1) % x->o.nslots;
         fin->used--;
         wake(x, s->recv_peer, c);
@@ -424,40 +427,45 @@ static int lane_move(check_t *x, int r, int c)
                        : s->src_buf == ORB_BUF_OUTPUT ? x->mem[r].out_base
                                                       : x->mem[r].scratch_base) +
                       s->src_off + ls->done;
-        memcpy(x->src, x->mem[r].mem + base, len * sizeof(val_t));
+        src = x->mem[r].mem + base;
         for (size_t e = 0; e < len; e++)
-            if (!x->src[e].mask)
+            if (!src[e].mask)
                 return fail(x, "%s: reads %s[%zu] before anything wrote it", where(x, r, c, i, w, sizeof w),
                             buf_name(s->src_buf), s->src_off + ls->done + e);
     }
-    for (size_t e = 0; e < len; e++) {
-        val_t v;
-        if (kind_reduces(k)) {
-            if (reduce_val(x, r, c, i, x->src[e], x->in[e], &v) != ORB_OK)
-                return x->st;
-        } else {
-            v = kind_reads_src(k) ? x->src[e] : x->in[e];
+    /* a step that neither reduces nor finishes a value passes its input on as it is */
+    const val_t *vals = src ? src : in;
+    if (kind_reduces(k) || (s->flags & ORB_STEP_POSTOP)) {
+        for (size_t e = 0; e < len; e++) {
+            val_t v;
+            if (kind_reduces(k)) {
+                if (reduce_val(x, r, c, i, src[e], in[e], &v) != ORB_OK)
+                    return x->st;
+            } else {
+                v = vals[e];
+            }
+            if (s->flags & ORB_STEP_POSTOP) {
+                if (v.post || v.mask != x->full)
+                    return fail(x, "%s: POSTOP on %s, which is %s", where(x, r, c, i, w, sizeof w),
+                                val_text(v, t, sizeof t), v.post ? "already final" : "a partial reduction");
+                v.post = 1;
+            }
+            x->out[e] = v;
         }
-        if (s->flags & ORB_STEP_POSTOP) {
-            if (v.post || v.mask != x->full)
-                return fail(x, "%s: POSTOP on %s, which is %s", where(x, r, c, i, w, sizeof w),
-                            val_text(v, t, sizeof t), v.post ? "already final" : "a partial reduction");
-            v.post = 1;
-        }
-        x->out[e] = v;
+        vals = x->out;
     }
-    if (kind_writes_dst(k))
-        memcpy(x->mem[r].mem + (dst_buf(s) == ORB_BUF_SCRATCH ? x->mem[r].scratch_base : x->mem[r].out_base) +
-                   s->dst_off + ls->done,
-               x->out, len * sizeof(val_t));
-    if (fout) {
+    if (fout) { /* before the write below, which may overlap the values' source */
         size_t slot = (fout->head + fout->used) % x->o.nslots;
-        memcpy(fout->data + slot * x->o.slot_elems, x->out, len * sizeof(val_t));
+        memcpy(fout->data + slot * x->o.slot_elems, vals, len * sizeof(val_t));
         fout->len[slot] = len;
         fout->used++;
         fout->moved++;
         wake(x, s->send_peer, c);
     }
+    if (kind_writes_dst(k))
+        memmove(x->mem[r].mem + (dst_buf(s) == ORB_BUF_SCRATCH ? x->mem[r].scratch_base : x->mem[r].out_base) +
+                    s->dst_off + ls->done,
+                vals, len * sizeof(val_t));
     ls->done += len;
     if (ls->done == s->count) {
         ls->step++;
@@ -613,8 +621,6 @@ static void check_free(check_t *x)
     free(x->mem);
     free(x->lanes);
     free(x->queue);
-    free(x->in);
-    free(x->src);
     free(x->out);
 }
 
@@ -644,10 +650,8 @@ orb_status_t orb_plan_check_plans(const orb_plan_t *plans, int nranks, const orb
     x.mem = calloc((size_t)nranks, sizeof *x.mem);
     x.lanes = calloc(nlanes, sizeof *x.lanes);
     x.queue = calloc(nlanes, sizeof *x.queue);
-    x.in = malloc(opts->slot_elems * sizeof(val_t));
-    x.src = malloc(opts->slot_elems * sizeof(val_t));
     x.out = malloc(opts->slot_elems * sizeof(val_t));
-    if (!x.fifos || !x.mem || !x.lanes || !x.queue || !x.in || !x.src || !x.out)
+    if (!x.fifos || !x.mem || !x.lanes || !x.queue || !x.out)
         no_memory(&x);
     for (int r = 0; r < nranks && x.st == ORB_OK; r++)
         check_plan_shape(&x, r);
