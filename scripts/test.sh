@@ -15,9 +15,9 @@
 #   5. the wire-format fuzzer (libFuzzer, clang) for ORBIT_FUZZ_SECONDS (default 30) on 2 workers
 # Every stage runs even when an earlier one failed; each prints its wall time, and the end
 # has one line per stage (passed / failed / skipped and why). Exits 1 if any stage failed.
-# The builds of stages 2-5 start at once in the background at idle priority (SCHED_IDLE):
-# they take the CPU the main suite, the torch and ib stages and the one-CPU stage leave idle
-# (most multi-rank tests run one at a time), and each stage waits for its own build.
+# The builds of the emulator, sanitizer and fuzz stages run in the background at idle priority
+# (SCHED_IDLE) from the end of the main stage: they take the CPU that the torch and ib stages
+# leave idle and the core the one-CPU stage leaves free, and each stage waits for its own build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || { echo "test.sh: installing the dependencies failed" >&2; exit 1; }
@@ -116,23 +116,24 @@ fuzz() {
 }
 
 # ---- the later stages' builds, in the background (see the top) --------------------------
-# prebuilt NAME marks a build done; await NAME waits for the mark or for the builder's end.
+# The file $pre/NAME marks a build done; await NAME waits for it or for the builder's end.
 # A build that fails here is redone in the foreground by its stage's meson test, which then
 # shows the error where it belongs.
 pre=$(mktemp -d)
 prebuild_all() {
   if command -v chrt >/dev/null; then chrt --idle -p 0 "$BASHPID" >/dev/null; else renice -n 19 "$BASHPID" >/dev/null; fi
   set +e
-  targets() { python3 scripts/test_targets.py "$@"; }
+  # build DIR ARGS...: what the stage's meson test would build (scripts/test_targets.py ARGS)
+  build() { local t; t=$(python3 scripts/test_targets.py "$@") && ninja -C "$1" $t; }
   if [ -f /usr/local/cuda/include/cuda_runtime_api.h ]; then
-    configure build-emu -Dgpu_emu=true && ninja -C build-emu $(targets build-emu --suite gpu --test kernels_cuda)
+    configure build-emu -Dgpu_emu=true && build build-emu --suite gpu --test kernels_cuda
   fi
   touch "$pre/emulator"
   configure build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled &&
-    ninja -C build-asan $(targets build-asan --suite quick)
+    build build-asan --suite quick
   touch "$pre/asan"
   configure build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dcuda=disabled &&
-    ninja -C build-tsan $(targets build-tsan --suite tsan)
+    build build-tsan --suite tsan
   touch "$pre/tsan"
   if command -v clang >/dev/null; then
     CC=clang configure build-fuzz -Dfuzz=enabled -Dcuda=disabled -Db_sanitize=address,undefined \
@@ -140,9 +141,8 @@ prebuild_all() {
   fi
   touch "$pre/fuzz"
 }
-prebuild_all >"$pre/log" 2>&1 &
-prebuild_pid=$!
-trap 'kill "$prebuild_pid" 2>/dev/null; rm -rf "$pre"' EXIT
+prebuild_pid=
+trap 'if [ -n "$prebuild_pid" ]; then kill "$prebuild_pid" 2>/dev/null; fi; rm -rf "$pre"' EXIT
 await() {
   local t0=$SECONDS
   while [ ! -e "$pre/$1" ] && kill -0 "$prebuild_pid" 2>/dev/null; do sleep 1; done
@@ -150,6 +150,10 @@ await() {
 }
 
 stage main main_suite
+# not during the main suite: its ranks yield while they wait, which hands even an idle-priority
+# task a time slice (it took the main suite from about 390 to 529 s)
+prebuild_all >"$pre/log" 2>&1 &
+prebuild_pid=$!
 stage torch torch_suite
 stage ib ib_vm
 if command -v taskset >/dev/null; then

@@ -32,17 +32,17 @@ def main(argv):
     out = []
     for t in tests:
         suites = {s.split(':', 1)[-1] for s in t['suite']}  # "orbit:gpu" -> "gpu"
-        if names and t['name'] not in names:
-            continue
-        if want and not (suites & want):
-            continue
-        if suites & skip:
+        # selected by name, or by suite (all when neither is given) unless --no-suite drops it
+        by_suite = (not want and not names) or bool(suites & want)
+        if t['name'] not in names and (not by_suite or suites & skip):
             continue
         for dep in t['depends']:
             for path in files.get(dep, []):
                 rel = os.path.relpath(path, root)
                 if rel not in out:
                     out.append(rel)
+    if not out:  # an empty list would have ninja build everything
+        sys.exit('test_targets.py: no test selected in ' + builddir)
     print('\n'.join(out))
 
 
