@@ -146,7 +146,11 @@ trap 'if [ -n "$prebuild_pid" ]; then kill "$prebuild_pid" 2>/dev/null; fi; rm -
 await() {
   local t0=$SECONDS
   while [ ! -e "$pre/$1" ] && kill -0 "$prebuild_pid" 2>/dev/null; do sleep 1; done
-  echo "=== test.sh: $1's build (background): ready, waited $((SECONDS - t0)) s"
+  if [ -e "$pre/$1" ]; then
+    echo "=== test.sh: $1's build (background): ready, waited $((SECONDS - t0)) s"
+  else
+    echo "=== test.sh: $1's build (background): the builder stopped early ($pre/log); the stage builds it"
+  fi
 }
 
 stage main main_suite
