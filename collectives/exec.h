@@ -69,10 +69,15 @@ typedef struct {
  * rank returns ORB_OK only if every piece it received carried its own signature, as before. */
 #define ORB_EXEC_DUE_MAX 8
 typedef struct {
-    int n;
+    int n;    /* entries due, oldest first from head (a ring: the oldest goes first, mostly) */
+    int head; /* where the oldest is */
+    int mixed; /* entries of more than one peer since the ring was last empty */
     int peer[ORB_EXEC_DUE_MAX];
     orb_slot_hdr_t sig[ORB_EXEC_DUE_MAX];
 } orb_exec_due_t;
+
+/* Entry i (0: the oldest) of d's ring. */
+static inline int orb_exec_due_at(const orb_exec_due_t *d, int i) { return (d->head + i) % ORB_EXEC_DUE_MAX; }
 
 /* A piece smaller than a page is cheaper to copy through a slot than to read with a system call. */
 #define ORB_CMA_MIN_PIECE 4096

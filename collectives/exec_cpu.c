@@ -100,37 +100,59 @@ static int due_from(const orb_exec_env_t *env, int peer)
 {
     const orb_exec_due_t *d = env->due;
     for (int i = 0; d && i < d->n; i++)
-        if (d->peer[i] == peer)
+        if (d->peer[orb_exec_due_at(d, i)] == peer)
             return 1;
     return 0;
 }
 
+/* Entry i of d's ring leaves it; the later ones keep their order. */
+static void due_remove(orb_exec_due_t *d, int i)
+{
+    if (d->n == 1)
+        d->mixed = 0;
+    if (i == 0) { /* the oldest: the usual case, where every entry is ring_prev's */
+        d->head = orb_exec_due_at(d, 1);
+        d->n--;
+        return;
+    }
+    for (int j = i; j + 1 < d->n; j++) {
+        const int to = orb_exec_due_at(d, j), from = orb_exec_due_at(d, j + 1);
+        d->peer[to] = d->peer[from];
+        d->sig[to] = d->sig[from];
+    }
+    d->n--;
+}
+
 /* Takes the due handshake pieces that are in, each peer's in order. Returns how many it took
- * (>= 0) or a negative status; the peers still owing one go to waiting. */
+ * (>= 0) or a negative status; the peers still owing one go to waiting. A peer whose oldest
+ * entry is not in yet blocks its later ones, so those are not asked again: a root that ran
+ * ahead has ORB_EXEC_DUE_MAX entries of one peer due at every call. */
 static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *err, size_t errlen)
 {
     orb_exec_due_t *d = env->due;
+    int blocked[ORB_EXEC_DUE_MAX], nblocked = 0; /* peers with an earlier entry still due */
     int taken = 0;
     for (int i = 0; i < d->n;) {
-        int behind = 0; /* an earlier entry of the same peer goes first */
-        for (int j = 0; j < i; j++)
-            behind |= d->peer[j] == d->peer[i];
+        if (nblocked && !d->mixed)
+            break; /* one peer's entries only: all behind the oldest, which is not in */
+        const int e = orb_exec_due_at(d, i), peer = d->peer[e];
+        int behind = 0;
+        for (int j = nblocked - 1; j >= 0 && !behind; j--)
+            behind = blocked[j] == peer;
         if (!behind) {
-            orb_conn_t *rc = &env->recv[(size_t)d->peer[i] * (size_t)env->nchannels];
+            orb_conn_t *rc = &env->recv[(size_t)peer * (size_t)env->nchannels];
             orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
             if (rh) {
-                if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[i]))
-                    return piece_mismatch(env, &d->sig[i], rh, 0, d->peer[i], err, errlen);
+                if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[e]))
+                    return piece_mismatch(env, &d->sig[e], rh, 0, peer, err, errlen);
                 rc->ops->recv_release(rc);
-                if (--d->n > i) { /* (the last one, mostly: no call into libc for nothing) */
-                    memmove(&d->peer[i], &d->peer[i + 1], (size_t)(d->n - i) * sizeof d->peer[0]);
-                    memmove(&d->sig[i], &d->sig[i + 1], (size_t)(d->n - i) * sizeof d->sig[0]);
-                }
+                due_remove(d, i);
                 taken++;
                 continue; /* entry i is the next one now */
             }
+            blocked[nblocked++] = peer;
             if (*nwait < 64)
-                waiting[(*nwait)++] = d->peer[i];
+                waiting[(*nwait)++] = peer;
         }
         i++;
     }
@@ -163,9 +185,10 @@ static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
         return 0;
     for (int i = 0; i < nops; i++)
         if (sync_pending(&ops[i])) {
-            d->peer[d->n] = ops[i].sync_prev;
-            d->sig[d->n] = ops[i].sig;
-            d->n++;
+            const int e = orb_exec_due_at(d, d->n++);
+            d->mixed |= d->n > 1 && ops[i].sync_prev != d->peer[d->head];
+            d->peer[e] = ops[i].sync_prev;
+            d->sig[e] = ops[i].sig;
         }
     return 1;
 }
@@ -589,10 +612,11 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
 {
     size_t n = 0;
     for (int i = 0; env->due && i < env->due->n && n < len; i++) {
+        const int e = orb_exec_due_at(env->due, i);
         char sig[160];
-        orb_exec_describe_sig(&env->due->sig[i], sig, sizeof sig);
+        orb_exec_describe_sig(&env->due->sig[e], sig, sizeof sig);
         n += (size_t)snprintf(buf + n, len - n, "%s%s (an earlier call): signature handshake waits for rank %d",
-                              n ? "; " : "", sig, env->due->peer[i]);
+                              n ? "; " : "", sig, env->due->peer[e]);
     }
     for (int i = 0; i < nops && n < len; i++) {
         const orb_exec_op_t *o = &ops[i];

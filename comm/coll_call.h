@@ -66,8 +66,9 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
 /* Whether this thread is between orb_group_start and orb_group_end. */
 int orb_group_open(void);
 
-/* The host executor (coll_host.c): run calls p[0..n) of one communicator together. */
-orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n);
+/* The host executor (coll_host.c): run calls *p[0..n) of one communicator together (pointers:
+ * a group's calls are run where they are queued, not copied). */
+orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *const *p, int n);
 /* Waits for the handshake pieces earlier rooted calls returned without (c->due) and checks
  * them: where no host run would, before a device call (orb_cuda_admit) and when the
  * communicator is destroyed. ORB_OK at once when none is due. */

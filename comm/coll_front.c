@@ -80,9 +80,10 @@ static orb_status_t check_vectors(struct orb_comm *c, const orb_call_t *k)
     orb_prepared_t p = {.comm = c, .a = {.coll = ORB_COLL_ALLTOALL, .sendbuf = mine, .recvbuf = theirs, .count = 2,
                               .dtype = ORB_UINT64, .op = ORB_SUM},
                         .in = mine, .out = theirs, .in_count = 2 * n, .out_count = 2 * n};
+    const orb_prepared_t *pp = &p;
     orb_status_t st = plan_and_sign(&p);
     if (st == ORB_OK)
-        st = orb_host_run(c, &p, 1);
+        st = orb_host_run(c, &pp, 1);
     if (st != ORB_OK)
         return st;
     for (size_t j = 0; j < n; j++) {
@@ -129,17 +130,26 @@ static const orb_plan_t *plan_of(const queued_t *q) { return q->borrowed ? q->bo
  * would reach the limit first copies those, and it and every later call copies its own. */
 enum { GROUP_BORROW = ORB_PLAN_CACHE / 2 - 1 };
 
-static _Thread_local int group_depth;
+/* A thread's groups, in one thread-local object: a thread-local read in a shared library is a
+ * call to __tls_get_addr, so a function takes the object's address once (group_state). */
+typedef struct {
+    int depth;
+    queued_t *q; /* the open group's calls */
+    int n, cap;
+    /* The last group's queue, kept with its plans' step arrays for the next group: a grouped
+     * send and recv (every ring shift) would otherwise allocate and free on every call. Freed
+     * when the thread exits (a key's destructor; the main thread's stays reachable to the end). */
+    queued_t *spare;
+    int spare_cap;
+} group_tls_t;
+static _Thread_local group_tls_t group_tls;
+
+/* Not inlined on purpose: gcc recomputes a thread-local address where it is used rather than
+ * keep it (a grouped send made four __tls_get_addr calls), but keeps a call's result. */
+__attribute__((noinline)) static group_tls_t *group_state(void) { return &group_tls; }
 /* Threads with a group open, process-wide: while none is, a call needs no look at its own
- * thread's depth (a thread-local read in a shared library is a call to __tls_get_addr). */
+ * thread's groups. */
 static _Atomic int groups_open;
-static _Thread_local queued_t *group_q;
-static _Thread_local int group_n, group_cap;
-/* The last group's queue, kept with its plans' step arrays for the next group: a grouped send
- * and recv (every ring shift) would otherwise allocate and free on every call. Freed when the
- * thread exits (a key's destructor; the main thread's stays reachable to the end). */
-static _Thread_local queued_t *spare_q;
-static _Thread_local int spare_cap;
 static pthread_key_t spare_key;
 static int spare_key_ok;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
@@ -154,9 +164,10 @@ static void queue_free(queued_t *q, int cap)
 static void spare_release(void *unused)
 {
     (void)unused;
-    queue_free(spare_q, spare_cap);
-    spare_q = NULL;
-    spare_cap = 0;
+    group_tls_t *g = group_state();
+    queue_free(g->spare, g->spare_cap);
+    g->spare = NULL;
+    g->spare_cap = 0;
 }
 
 static void spare_key_create(void)
@@ -164,11 +175,11 @@ static void spare_key_create(void)
     spare_key_ok = pthread_key_create(&spare_key, spare_release) == 0; /* else no spares are kept */
 }
 
-int orb_group_open(void) { return group_depth > 0; }
+int orb_group_open(void) { return group_state()->depth > 0; }
 
 orb_status_t orb_group_start(void)
 {
-    if (group_depth++ == 0)
+    if (group_state()->depth++ == 0)
         atomic_fetch_add_explicit(&groups_open, 1, memory_order_relaxed);
     return ORB_OK;
 }
@@ -199,49 +210,50 @@ static orb_status_t plan_copy(orb_plan_t *dst, const orb_plan_t *src)
     return ORB_OK;
 }
 
-static orb_status_t enqueue(orb_prepared_t *p)
+static orb_status_t enqueue(group_tls_t *g, orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
-    if (!group_q && spare_q) { /* the last group's queue, step arrays and all */
-        group_q = spare_q;
-        group_cap = spare_cap;
-        spare_q = NULL;
-        spare_cap = 0;
+    if (!g->q && g->spare) { /* the last group's queue, step arrays and all */
+        g->q = g->spare;
+        g->cap = g->spare_cap;
+        g->spare = NULL;
+        g->spare_cap = 0;
     }
-    if (group_n == group_cap) {
-        int ncap = group_cap ? 2 * group_cap : 16;
-        queued_t *q = realloc(group_q, sizeof *q * (size_t)ncap);
+    if (g->n == g->cap) {
+        int ncap = g->cap ? 2 * g->cap : 16;
+        queued_t *q = realloc(g->q, sizeof *q * (size_t)ncap);
         if (!q)
             return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                                  orb_coll_fn_name(p->a.coll), c->rank);
-        memset(q + group_cap, 0, sizeof *q * (size_t)(ncap - group_cap)); /* no step arrays yet */
-        group_q = q;
-        group_cap = ncap;
+        memset(q + g->cap, 0, sizeof *q * (size_t)(ncap - g->cap)); /* no step arrays yet */
+        g->q = q;
+        g->cap = ncap;
     }
-    for (int i = 0; group_n == GROUP_BORROW && i < group_n; i++) /* before this call's lookup */
-        if (group_q[i].borrowed) {
-            if (plan_copy(&group_q[i].plan, group_q[i].borrowed) != ORB_OK)
+    for (int i = 0; g->n == GROUP_BORROW && i < g->n; i++) /* before this call's lookup */
+        if (g->q[i].borrowed) {
+            if (plan_copy(&g->q[i].plan, g->q[i].borrowed) != ORB_OK)
                 return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                                      orb_coll_fn_name(p->a.coll), c->rank);
-            group_q[i].borrowed = NULL;
+            g->q[i].borrowed = NULL;
         }
     orb_status_t st = plan_and_sign(p);
     if (st != ORB_OK)
         return st;
-    queued_t *q = &group_q[group_n];
+    queued_t *q = &g->q[g->n];
     /* device calls keep copying, as before: that path cannot be measured without a GPU here */
-    q->borrowed = group_n < GROUP_BORROW && !p->device ? p->plan : NULL;
+    q->borrowed = g->n < GROUP_BORROW && !p->device ? p->plan : NULL;
     if (!q->borrowed && plan_copy(&q->plan, p->plan) != ORB_OK)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                              orb_coll_fn_name(p->a.coll), c->rank);
     q->p = *p;
-    group_n++;
+    g->n++;
     return ORB_OK;
 }
 
 /* The queued calls of the first communicator not yet taken among those with device flag
- * `device`, in queue order, into mine; marks them taken. Returns how many (0: none left). */
-static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepared_t *mine)
+ * `device`, in queue order, into mine (pointers into the queue); marks them taken. Returns how
+ * many (0: none left). Each call's plan is set already (run_group's first loop). */
+static int take_next_comm(queued_t *q, int n, char *taken, int device, const orb_prepared_t **mine)
 {
     struct orb_comm *c = NULL;
     int m = 0;
@@ -250,9 +262,7 @@ static int take_next_comm(queued_t *q, int n, char *taken, int device, orb_prepa
             continue;
         c = q[i].p.comm;
         taken[i] = 1;
-        mine[m] = q[i].p;
-        mine[m].plan = plan_of(&q[i]);
-        m++;
+        mine[m++] = &q[i].p;
     }
     return m;
 }
@@ -265,16 +275,19 @@ static orb_status_t run_group(queued_t *q, int n)
     /* Small groups (a send and a recv) keep their bookkeeping on the stack: this is the
      * latency path of every grouped point-to-point call. */
     enum { SMALL = 16 };
-    orb_prepared_t mine_s[SMALL];
+    orb_prepared_t mine_s[SMALL]; /* device calls: admit and stage change their copies */
+    const orb_prepared_t *which_s[SMALL];
     struct orb_comm *pending_s[SMALL];
     char taken_s[SMALL] = {0};
     const int small = n <= SMALL;
     orb_prepared_t *mine = small ? mine_s : malloc(sizeof *mine * (size_t)n);
+    const orb_prepared_t **which = small ? which_s : malloc(sizeof *which * (size_t)n);
     struct orb_comm **pending = small ? pending_s : malloc(sizeof *pending * (size_t)n);
     char *taken = small ? taken_s : calloc((size_t)n, 1);
-    if (!mine || !pending || !taken) {
+    if (!mine || !which || !pending || !taken) {
         if (!small) {
             free(mine);
+            free(which);
             free(pending);
             free(taken);
         }
@@ -311,7 +324,9 @@ static orb_status_t run_group(queued_t *q, int n)
         orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
         st = ORB_ERR_NO_MEMORY;
     }
-    for (int m; st == ORB_OK && (m = take_next_comm(q, n, taken, 1, mine)) > 0;) {
+    for (int m; st == ORB_OK && (m = take_next_comm(q, n, taken, 1, which)) > 0;) {
+        for (int j = 0; j < m; j++)
+            mine[j] = *which[j];
         orb_cuda_staged_t *g;
         st = orb_cuda_stage(mine[0].comm, mine, m, &g);
         if (st == ORB_OK && g)
@@ -335,13 +350,14 @@ static orb_status_t run_group(queued_t *q, int n)
         if (st == ORB_OK)
             st = s;
     }
-    for (int m; (m = take_next_comm(q, n, taken, 0, mine)) > 0;) {
-        orb_status_t s = orb_host_run(mine[0].comm, mine, m);
+    for (int m; (m = take_next_comm(q, n, taken, 0, which)) > 0;) {
+        orb_status_t s = orb_host_run(which[0]->comm, which, m);
         if (st == ORB_OK)
             st = s;
     }
     if (!small) {
         free(mine);
+        free(which);
         free(pending);
         free(taken);
     }
@@ -350,17 +366,18 @@ static orb_status_t run_group(queued_t *q, int n)
 
 orb_status_t orb_group_end(void)
 {
-    if (group_depth == 0) {
+    group_tls_t *g = group_state();
+    if (g->depth == 0) {
         orb_set_thread_error("orb_group_end: no matching orb_group_start on this thread");
         return ORB_ERR_INVALID_ARG;
     }
-    if (--group_depth > 0)
+    if (--g->depth > 0)
         return ORB_OK;
     atomic_fetch_sub_explicit(&groups_open, 1, memory_order_relaxed);
-    queued_t *q = group_q;
-    int n = group_n, cap = group_cap;
-    group_q = NULL; /* whatever runs the group starts from an empty queue */
-    group_n = group_cap = 0;
+    queued_t *q = g->q;
+    int n = g->n, cap = g->cap;
+    g->q = NULL; /* whatever runs the group starts from an empty queue */
+    g->n = g->cap = 0;
     orb_status_t st = n ? run_group(q, n) : ORB_OK;
     const int64_t t1 = n ? orb_trace_ticks() : 0;
     for (int i = 0; i < n; i++) /* one verdict for the whole group, one end */
@@ -371,9 +388,9 @@ orb_status_t orb_group_end(void)
         if (!q[i].borrowed)
             orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
     pthread_once(&spare_once, spare_key_create);
-    if (!spare_q && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {
-        spare_q = q;
-        spare_cap = cap;
+    if (!g->spare && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {
+        g->spare = q;
+        g->spare_cap = cap;
     } else {
         queue_free(q, cap);
     }
@@ -401,8 +418,11 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
     if (orb_coll_vector(k->coll) && (st = check_vectors(comm, &p.a)) != ORB_OK)
         return st;
     /* a grouped device call's device checks wait for orb_group_end */
-    if (atomic_load_explicit(&groups_open, memory_order_relaxed) && group_depth > 0)
-        return enqueue(&p);
+    if (atomic_load_explicit(&groups_open, memory_order_relaxed)) {
+        group_tls_t *g = group_state();
+        if (g->depth > 0)
+            return enqueue(g, &p);
+    }
     /* The device's own checks (and its setup on first use) before the call takes its sequence
      * number: a call refused on one rank leaves that rank's sequence where its peers' is. */
     if (p.device && (st = orb_cuda_admit(&p, 1)) != ORB_OK)
@@ -411,7 +431,8 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return st;
     orb_trace_mark_t m;
     orb_comm_trace_begin(comm, &p, 0, &m, orb_trace_ticks());
-    st = p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &p, 1);
+    const orb_prepared_t *pp = &p;
+    st = p.device ? orb_cuda_launch(comm, &p, 1, 0, NULL) : orb_host_run(comm, &pp, 1);
     orb_comm_trace_end(comm, &m, st, m.flight || m.trace ? orb_trace_ticks() : 0);
     if (st != ORB_OK)
         orb_comm_trace_failed(comm, st);

@@ -73,14 +73,14 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn)
 /* Which of call k's buffers stay untouched while the group of n calls runs: its input when no
  * call's output overlaps it (its own only counts when its plan writes the output), its
  * output when it is alone and its plan writes none of it. */
-static void untouched(const orb_prepared_t *p, const orb_exec_op_t *ops, int n, int k, size_t ib, int *in, int *out)
+static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, int n, int k, size_t ib, int *in, int *out)
 {
     const orb_exec_op_t *op = &ops[k];
-    const int writes = plan_writes_out(p[k].plan);
+    const int writes = plan_writes_out(p[k]->plan);
     *out = n == 1 && op->out && !writes;
     *in = op->in != NULL;
     for (int j = 0; j < n && *in; j++) {
-        const size_t ob = p[j].plan->out_count * orb_dtype_bytes(ops[j].dtype);
+        const size_t ob = p[j]->plan->out_count * orb_dtype_bytes(ops[j].dtype);
         if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
             *in = 0;
     }
@@ -107,15 +107,15 @@ static void untouched(const orb_prepared_t *p, const orb_exec_op_t *ops, int n, 
  * (guard_writes). In the ring and the exchange that never happens (a region is rewritten only
  * with data that the peer made from the piece, which must have left first); in the in-place
  * all-to-all it does (a block is received where it was just sent from). */
-static void addr_sources(const struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *ops, int n, int k)
+static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *p, orb_exec_op_t *ops, int n, int k)
 {
     orb_exec_op_t *op = &ops[k];
-    const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k].plan->in_count * esz;
-    const orb_coll_t coll = p[k].a.coll;
+    const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k]->plan->in_count * esz;
+    const orb_coll_t coll = p[k]->a.coll;
     const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < orb_comm_stream_bytes() && !orb_coll_reduces(coll) &&
                     coll != ORB_COLL_GATHER && coll != ORB_COLL_BARRIER;
     const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
-                      (ib >= c->local_send_bytes || p[k].plan->out_count * esz >= c->local_send_bytes);
+                      (ib >= c->local_send_bytes || p[k]->plan->out_count * esz >= c->local_send_bytes);
     const unsigned kinds = (cma ? ORB_ADDR_PEER : 0u) | (local ? ORB_ADDR_LOCAL : 0u);
     if (!kinds)
         return;
@@ -168,7 +168,7 @@ orb_status_t orb_host_settle(struct orb_comm *c)
     return st == ORB_OK ? ORB_OK : run_failed(c, st, err);
 }
 
-orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
+orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *const *p, int n)
 {
     orb_status_t ust = usable(c);
     if (ust != ORB_OK)
@@ -183,26 +183,26 @@ orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *p, int n)
     /* A non-root of reduce/gather that must hold partial results gets room of its own. */
     size_t need = 0;
     for (int i = 0; i < n; i++)
-        need += scratch_need(&p[i]);
+        need += scratch_need(p[i]);
     if (need > c->scratch_bytes) {
         void *s = realloc(c->scratch, need);
         if (!s) {
             if (ops != few)
                 free(ops);
             return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory for %zu bytes of scratch",
-                                 orb_coll_fn_name(p[0].a.coll), c->rank, need);
+                                 orb_coll_fn_name(p[0]->a.coll), c->rank, need);
         }
         c->scratch = s;
         c->scratch_bytes = need;
     }
     char *scratch = c->scratch;
     for (int i = 0; i < n; i++) {
-        exec_op(c, &p[i], &ops[i]);
-        if (out_need(&p[i]))
+        exec_op(c, p[i], &ops[i]);
+        if (out_need(p[i]))
             ops[i].out = scratch;
-        if (p[i].plan->scratch_count)
-            ops[i].scratch = scratch + out_need(&p[i]);
-        scratch += scratch_need(&p[i]);
+        if (p[i]->plan->scratch_count)
+            ops[i].scratch = scratch + out_need(p[i]);
+        scratch += scratch_need(p[i]);
     }
     for (int i = 0; i < n; i++) /* once every call's output is known */
         addr_sources(c, p, ops, n, i);
