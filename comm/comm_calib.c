@@ -6,7 +6,10 @@
  *          make it the scheduler's hand-over);
  *   beta:  slot-sized pieces sent down the ring as a broadcast chain forwards them (copied
  *          from memory into the next rank's slot, out of it into memory on the other side);
- *          the steady interval between pieces t gives beta = slot / (t - alpha).
+ *          the steady interval between pieces t gives beta = slot / (t - alpha);
+ *   single: the same pieces read with one copy by the kernel (process_vm_readv, what a
+ *          single-copy piece costs its receiver, transport/cma.h), from this rank's own
+ *          buffer: where it is slower than beta, comm_cma.c sends no single-copy pieces.
  * Every rank times what it sees; the worst of them is agreed (largest alpha, smallest
  * beta), so every rank prices alike. Cached per host in a file, keyed by boot, ranks on the
  * host, CPUs and FIFO geometry, so later jobs skip the measurement and choose alike from run
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,7 @@
 #include "core/param.h"
 #include "core/proc.h"
 #include "core/relax.h"
+#include "transport/cma.h"
 
 enum { WARM_ROUNDS = 16, MAX_ROUNDS = 256 };
 #define ROUND_BUDGET_S 0.01 /* the token stops going round after this long */
@@ -37,6 +42,7 @@ typedef struct {
     int32_t cached;   /* this rank found the key in the cache */
     double alpha_us;  /* measured or cached; 0: none */
     double beta_gbps;
+    double single_gbps; /* 0: the read failed (then single-copy pieces keep their size) */
 } calib_view_t;
 
 /* ---- the cache ------------------------------------------------------------------------ */
@@ -60,14 +66,14 @@ static void cache_key(const struct orb_comm *c, int oversubscribed, char *buf, s
     char boot[64]; /* in the host id too, unless ORBIT_HOSTID replaces it */
     if (orb_boot_id(boot, sizeof boot) != 0)
         snprintf(boot, sizeof boot, "unknown");
-    snprintf(buf, len, "v1 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
+    snprintf(buf, len, "v2 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
              (unsigned long long)c->bs.cards[c->rank].host_id, boot, c->nranks, sysconf(_SC_NPROCESSORS_ONLN),
              oversubscribed, c->slot_bytes, c->nslots);
 }
 
 /* 1 and the values when the file has a well-formed line for key; a malformed line for the
  * key is reported and ignored (measured again, then replaced). */
-static int cache_read(const char *path, const char *key, double *alpha, double *beta)
+static int cache_read(const char *path, const char *key, double *alpha, double *beta, double *single)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -78,11 +84,12 @@ static int cache_read(const char *path, const char *key, double *alpha, double *
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, key, kl) != 0 || line[kl] != ' ')
             continue;
-        double a, b;
-        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf", &a, &b) == 2 && isfinite(a) && isfinite(b) && a > 0 &&
-            b > 0) {
+        double a, b, g;
+        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf single_gbps=%lf", &a, &b, &g) == 3 && isfinite(a) &&
+            isfinite(b) && isfinite(g) && a > 0 && b > 0 && g >= 0) {
             *alpha = a;
             *beta = b;
+            *single = g;
             found = 1;
         } else {
             ORB_WARN("%s: unreadable calibration line for this host; measuring again (ORBIT_CALIB_FILE)", path);
@@ -94,7 +101,7 @@ static int cache_read(const char *path, const char *key, double *alpha, double *
 
 /* Replace key's line (write a temporary file, rename it over): concurrent jobs never see a
  * half-written file; the last writer wins. Failures only cost the next job a measurement. */
-static void cache_write(const char *path, const char *key, double alpha, double beta)
+static void cache_write(const char *path, const char *key, double alpha, double beta, double single)
 {
     char dir[4096], tmp[4200];
     snprintf(dir, sizeof dir, "%s", path);
@@ -127,7 +134,7 @@ static void cache_write(const char *path, const char *key, double alpha, double 
                 fputs(line, out);
         fclose(in);
     }
-    fprintf(out, "%s alpha_us=%.4f beta_gbps=%.4f\n", key, alpha, beta);
+    fprintf(out, "%s alpha_us=%.4f beta_gbps=%.4f single_gbps=%.4f\n", key, alpha, beta, single);
     if (fclose(out) != 0 || rename(tmp, path) != 0)
         unlink(tmp);
 }
@@ -158,9 +165,36 @@ static void post(orb_conn_t *sc, orb_slot_hdr_t *h, int rank, uint32_t round, ui
     sc->ops->send_post(sc);
 }
 
+/* single: the pieces of whole read with one copy each, as a receiver reads a single-copy
+ * piece (this process's own pages: the kernel pins and copies them as it would a peer's), into
+ * a buffer of their size, touched first. The ranks do it at about the same time, as they
+ * would read their peers' pieces. Two passes, the second timed: the kernel's first pin of a
+ * page costs more (first pass 1.4 GB/s, later ones 4-8, Zen 3 VM), and a call's buffers are
+ * a training loop's, pinned again every step. GB/s, or 0 when a read or the memory failed. */
+static double single_read(const char *whole, size_t bytes, int pieces)
+{
+    char *to = malloc(bytes * (size_t)pieces), err[256];
+    if (!to)
+        return 0;
+    memset(to, 0, bytes * (size_t)pieces);
+    double t0 = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        t0 = orb_now();
+        for (int p = 0; p < pieces; p++)
+            if (orb_cma_read((int32_t)getpid(), to + (size_t)p * bytes,
+                             (uint64_t)(uintptr_t)(whole + (size_t)p * bytes), bytes, err, sizeof err) != ORB_OK) {
+                free(to);
+                return 0;
+            }
+    }
+    const double t = orb_now() - t0;
+    free(to);
+    return t > 0 ? (double)bytes * pieces / t / 1e9 : 0;
+}
+
 /* The token round (alpha) and the chain (beta) around the ring, from this rank's view. */
 static orb_status_t measure(struct orb_comm *c, int yield, double deadline, double *alpha_us, double *beta_gbps,
-                            char *err, size_t errlen)
+                            double *single_gbps, char *err, size_t errlen)
 {
     const int n = c->nranks, nch = c->nchannels;
     int pos = 0;
@@ -248,9 +282,10 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, doub
             t_first = now;
         t_last = now;
     }
-    free(whole);
     const double piece_us = (t_last - t_first) * 1e6 / (pieces - 1 - warm);
     *beta_gbps = piece_us > *alpha_us ? (double)bytes / (piece_us - *alpha_us) / 1e3 : (double)bytes / piece_us / 1e3;
+    *single_gbps = single_read(whole, bytes, pieces);
+    free(whole);
     return ORB_OK;
 stalled_next:
     snprintf(err, errlen, lost, c->rank, c->ring_next);
@@ -280,7 +315,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
     const int oversubscribed = spin_s == 0;
     cache_key(c, oversubscribed, key, sizeof key);
     if (mine->can && mode == 1 && path[0] && strcmp(path, "none") != 0)
-        mine->cached = cache_read(path, key, &mine->alpha_us, &mine->beta_gbps);
+        mine->cached = cache_read(path, key, &mine->alpha_us, &mine->beta_gbps, &mine->single_gbps);
     orb_status_t st = orb_bootstrap_allgather(&c->bs, all, sizeof *all, deadline);
     int can = 1, cached = 1;
     for (int r = 0; st == ORB_OK && r < c->nranks; r++) {
@@ -288,7 +323,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
         cached &= all[r].cached;
     }
     if (st == ORB_OK && can && !cached) { /* every rank measures, or none */
-        st = measure(c, oversubscribed, deadline, &mine->alpha_us, &mine->beta_gbps, err, errlen);
+        st = measure(c, oversubscribed, deadline, &mine->alpha_us, &mine->beta_gbps, &mine->single_gbps, err, errlen);
         if (st == ORB_OK)
             st = orb_bootstrap_allgather(&c->bs, all, sizeof *all, deadline);
         else if (st == ORB_ERR_TIMEOUT && !err[0])
@@ -301,20 +336,25 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
         return st;
     }
     if (can) {
-        double alpha = 0, beta = INFINITY;
+        double alpha = 0, beta = INFINITY, single = INFINITY;
         for (int r = 0; r < c->nranks; r++) {
             if (all[r].alpha_us > 0)
                 alpha = fmax(alpha, all[r].alpha_us);
             if (all[r].beta_gbps > 0)
                 beta = fmin(beta, all[r].beta_gbps);
+            single = fmin(single, all[r].single_gbps); /* one rank's failed read (0) counts */
         }
+        if (!isfinite(single) || single < 0)
+            single = 0;
         if (alpha > 0 && alpha < 1e6 && isfinite(beta) && beta > 0) {
             c->shm_measured = (orb_link_cost_t){alpha, beta, 0}; /* the L2: comm_links.c */
             c->shm_measured_how = cached ? 2 : 1;
+            c->shm_single_gbps = single;
             if (!cached && c->rank == c->ring[0] && path[0] && strcmp(path, "none") != 0)
-                cache_write(path, key, alpha, beta);
-            ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s (%s%s)", c->rank, alpha, beta,
-                     cached ? "from the cache " : "measured at init", cached ? path : "");
+                cache_write(path, key, alpha, beta, single);
+            ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s, single copy %.2f GB/s (%s%s)",
+                     c->rank, alpha, beta, single, cached ? "from the cache " : "measured at init",
+                     cached ? path : "");
         } else {
             ORB_WARN("rank %d: the link calibration gave %.3g us, %.3g GB/s: not believable, the transport's "
                      "constants stand", c->rank, alpha, beta);

@@ -3,13 +3,16 @@
  * and tells the others which reads worked. A pair uses it in one direction only when the
  * reader could read the writer: a sender never posts an address its receiver cannot follow.
  * Collective (two all-gathers), whatever ORBIT_CMA_BYTES says, so every rank takes the same
- * path through init. */
+ * path through init. The size it starts from by itself (twice the L2) assumes the kernel's
+ * one copy beats two through the slots; where the link calibration (comm_calib.c) measured it
+ * slower, no pieces go single-copy unless ORBIT_CMA_BYTES names a size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm_impl.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "transport/cma.h"
 
 typedef struct {
@@ -21,6 +24,10 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     const int n = c->nranks, me = c->rank;
     const size_t threshold = orb_comm_cma_threshold();
     const int on = threshold > 0;
+    /* every rank has the same figures (agreed by the calibration), so the same verdict */
+    const double single = c->shm_single_gbps, slots = c->shm_measured.beta_gbps;
+    const int slower = on && orb_param_num(ORB_PARAM_CMA_BYTES) == 0 && c->shm_measured_how && single > 0 &&
+                       single < slots;
     cma_card_t *cards = calloc((size_t)n, sizeof *cards);
     uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* can[r * n + p]: rank r reads rank p */
     if (!cards || !can) {
@@ -57,16 +64,19 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
         for (int ch = 0; ch < c->nchannels; ch++) {
             orb_conn_t *s = &c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch];
             c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_pid = i_read ? c->bs.cards[p].pid : 0;
-            s->addr_kind = p_reads && on ? ORB_ADDR_PEER : 0;
+            s->addr_kind = p_reads && on && !slower ? ORB_ADDR_PEER : 0;
             s->addr_min = ORB_CMA_MIN_PIECE;
         }
     }
-    if (on && local)
+    if (slower && local)
+        ORB_INFO("rank %d: no single-copy pieces: the kernel's one copy measured %.2f GB/s against %.2f GB/s "
+                 "through the slots (ORBIT_CMA_BYTES=%zu sends them anyway)", me, single, slots, threshold);
+    else if (on && local)
         ORB_INFO("rank %d: calls of %zu input bytes or more send single-copy pieces: it reads %d of its %d "
                  "shared-memory peers, %d read it%s", me, threshold, readable, local, writable,
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
-    c->cma_bytes = writable ? threshold : 0;
+    c->cma_bytes = writable && !slower ? threshold : 0;
     /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
     c->local_send_bytes = 0;
     for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {

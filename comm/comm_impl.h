@@ -73,6 +73,8 @@ struct orb_comm {
     orb_link_cost_t link_inter; /* same on every rank (comm_links.c) */
     orb_link_cost_t shm_measured; /* the shared-memory hop as measured or cached at init */
     int shm_measured_how;         /* 0: not measured (the transport's constants); 1: measured; 2: cached */
+    double shm_single_gbps;       /* a slot-sized single-copy read (process_vm_readv), measured with
+                                     shm_measured; 0: not measured (comm_cma.c then keeps its size) */
     uint64_t seq;
     uint64_t plan_clock;
     /* The cache entries of the last call and of the last call of another shape: a loop of one

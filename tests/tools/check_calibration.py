@@ -3,7 +3,9 @@
 the outside: real ranks under orbitrun, judged by what they log (ORBIT_DEBUG=INFO) and what
 the cache file holds. Measured once, then read back; another FIFO geometry is another job
 shape (measured again); a damaged line is reported and replaced; 2 measures again; 0 and
-`none` behave as documented; every rank agrees on the values.
+`none` behave as documented; every rank agrees on the values; single-copy pieces are off
+exactly where the measured single copy is slower than the slots, and ORBIT_CMA_BYTES set by
+hand keeps them on.
 Usage: check_calibration.py ORBITRUN BENCH"""
 import os
 import re
@@ -13,11 +15,16 @@ import tempfile
 
 orbitrun, bench = sys.argv[1], sys.argv[2]
 failures = 0
-LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s \((measured at init|from the cache .*)\)")
+LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s, single copy ([0-9.]+) GB/s "
+                  r"\((measured at init|from the cache .*)\)")
+OFF = re.compile(r"rank (\d+): no single-copy pieces: the kernel's one copy measured ([0-9.]+) GB/s against ([0-9.]+) GB/s "
+                 r"through the slots \(ORBIT_CMA_BYTES=\d+ sends them anyway\)")
+ON = re.compile(r"rank (\d+): calls of \d+ input bytes or more send single-copy pieces")
 
 
 def run(env_extra, n=2):
     env = dict(os.environ, ORBIT_DEBUG="INFO", ORBIT_TIMEOUT="60", ORBIT_INIT_TIMEOUT="60")
+    env.pop("ORBIT_CMA_BYTES", None)
     env.update(env_extra)
     p = subprocess.run([orbitrun, "-n", str(n), bench, "--size", "8", "--iters", "3", "--warmup", "1"],
                        env=env, capture_output=True, text=True, timeout=120)
@@ -35,14 +42,25 @@ def check(ok, what):
 
 
 def views(out, n):
-    """Every rank's (alpha, beta, how): one line each, the same values on every rank."""
-    got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4)) for m in LINE.finditer(out)}
+    """Every rank's (alpha, beta, how): one line each, the same values on every rank; and the
+    single-copy verdict each rank logs, against its figures."""
+    got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4), m.group(5)) for m in LINE.finditer(out)}
     check(sorted(got) == list(range(n)), f"every one of {n} ranks logs its link price (got ranks {sorted(got)})")
-    vals = set((a, b) for a, b, _ in got.values())
+    vals = set((a, b, g) for a, b, g, _ in got.values())
     check(len(vals) == 1, f"the ranks agree on the values ({vals})")
-    a, b = (float(x) for x in next(iter(vals))) if vals else (0, 0)
-    check(0 < a < 1e6 and 0 < b < 1e4, f"alpha {a} us and beta {b} GB/s are finite and positive")
-    hows = set(h.split(" /")[0] for _, _, h in got.values())
+    a, b, g = (float(x) for x in next(iter(vals))) if vals else (0, 0, 0)
+    check(0 < a < 1e6 and 0 < b < 1e4 and 0 <= g < 1e4, f"alpha {a} us, beta {b} GB/s, single copy {g} GB/s are finite")
+    hows = set(h.split(" /")[0] for _, _, _, h in got.values())
+    off = {int(m.group(1)): (float(m.group(2)), float(m.group(3))) for m in OFF.finditer(out)}
+    on = {int(m.group(1)) for m in ON.finditer(out)}
+    if abs(g - b) < 0.02:  # the log's two decimals cannot say which is slower
+        print(f"skip the verdict: single copy {g} and slots {b} GB/s are within the log's rounding")
+    elif 0 < g < b:
+        check(sorted(off) == list(range(n)) and not on and all(abs(x - g) < 0.006 and abs(y - b) < 0.006
+              for x, y in off.values()), f"single copy {g} < slots {b} GB/s: every rank sends none, and says so ({off}, {on})")
+    else:
+        check(not off and sorted(on) == list(range(n)), f"single copy {g} >= slots {b} GB/s (or not measured): every rank "
+              f"sends single-copy pieces ({sorted(on)}), none says otherwise")
     return a, b, hows
 
 
@@ -58,7 +76,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(hows == {"measured at init"}, f"first job: measured at init ({hows})")
     check(os.path.exists(path) and len(lines(path)) == 1, "first job: one line written")
     line = lines(path)[0] if os.path.exists(path) else ""
-    m = re.search(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+)$", line)
+    m = re.search(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+) single_gbps=([0-9.]+)$", line)
     # the log prints 3 and 2 decimals, the file 4: equal to within the log's rounding
     same = lambda x, y: abs(x[0] - y[0]) <= 0.0011 and abs(x[1] - y[1]) <= 0.011
     check(" ranks=2 " in line and m is not None and same((a, b), (float(m.group(1)), float(m.group(2)))),
@@ -89,6 +107,17 @@ with tempfile.TemporaryDirectory() as tmp:
     path2 = os.path.join(tmp, "none-dir")
     _, _, hows = views(run({"ORBIT_CALIB_FILE": "none", "XDG_CACHE_HOME": path2}, n=3), 3)
     check(hows == {"measured at init"} and not os.path.exists(path2), "none: 3 ranks measured, no file anywhere")
+    # 7. a line of the key without the single copy's figure (as version 1 wrote them): measured again
+    ls = [l if " slot=65536 " in l else re.sub(r" single_gbps=\S+", "", l) for l in lines(path)]
+    with open(path, "w") as f:
+        f.write("\n".join(ls) + "\n")
+    out = run({"ORBIT_CALIB_FILE": path})
+    _, _, hows = views(out, 2)
+    check("unreadable calibration line" in out and hows == {"measured at init"}, f"no single copy figure: measured again ({hows})")
+    # 8. ORBIT_CMA_BYTES given: single-copy pieces whatever the figures
+    out = run({"ORBIT_CALIB_FILE": "none", "ORBIT_CMA_BYTES": "1048576"})
+    check(not OFF.search(out) and len(set(int(m.group(1)) for m in ON.finditer(out))) == 2,
+          "ORBIT_CMA_BYTES=1048576: every rank sends single-copy pieces, none says otherwise")
 
 print(f"{failures} failures")
 sys.exit(1 if failures else 0)
