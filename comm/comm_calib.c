@@ -168,9 +168,10 @@ static void post(orb_conn_t *sc, orb_slot_hdr_t *h, int rank, uint32_t round, ui
 /* single: the pieces of whole read with one copy each, as a receiver reads a single-copy
  * piece (this process's own pages: the kernel pins and copies them as it would a peer's), into
  * a buffer of their size, touched first. The ranks do it at about the same time, as they
- * would read their peers' pieces. Two passes, the second timed: the kernel's first pin of a
- * page costs more (first pass 1.4 GB/s, later ones 4-8, Zen 3 VM), and a call's buffers are
- * a training loop's, pinned again every step. GB/s, or 0 when a read or the memory failed. */
+ * would read their peers' pieces. Three passes, the last timed: the kernel's first pins of a
+ * page cost more (passes of 6 MiB on the Zen 3 VM: 1.0, 3.5, then 5.0 GB/s), and a call's
+ * buffers are a training loop's, read again every step. GB/s, or 0 when a read or the memory
+ * failed. */
 static double single_read(const char *whole, size_t bytes, int pieces)
 {
     char *to = malloc(bytes * (size_t)pieces), err[256];
@@ -178,7 +179,7 @@ static double single_read(const char *whole, size_t bytes, int pieces)
         return 0;
     memset(to, 0, bytes * (size_t)pieces);
     double t0 = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
         t0 = orb_now();
         for (int p = 0; p < pieces; p++)
             if (orb_cma_read((int32_t)getpid(), to + (size_t)p * bytes,
