@@ -211,13 +211,21 @@ static void kwin_set(orb_op_t op, orb_dtype_t t, size_t lo, size_t n)
     kwin[f].n = n;
 }
 
+/* Form f's window from element i on (every rank's k of element i, then of i + 1, ...), or NULL
+ * when the window does not hold all of [i, i + n); n >= 1. */
+static inline const int16_t *kwin_at(int f, size_t i, size_t n)
+{
+    const size_t off = i - kwin[f].lo; /* i < lo wraps to a large value */
+    if (!kwin[f].k || off >= kwin[f].n || n > kwin[f].n - off)
+        return NULL;
+    return kwin[f].k + off * (size_t)nranks;
+}
+
 /* kval, from the window where it holds element i */
 static inline int64_t kv(int r, size_t i, orb_op_t op, orb_dtype_t t)
 {
-    int f = kform(op, t);
-    if (kwin[f].k && i - kwin[f].lo < kwin[f].n) /* i < lo wraps to a large value */
-        return kwin[f].k[(i - kwin[f].lo) * (size_t)nranks + (size_t)r];
-    return kval(r, i, op, t);
+    const int16_t *w = kwin_at(kform(op, t), i, 1);
+    return w ? w[r] : kval(r, i, op, t);
 }
 
 /* An element's bytes for each k kval makes (-192..192), per dtype: k/128 for the floats, k
@@ -268,8 +276,8 @@ static void fill(orb_dtype_t t, orb_op_t op, int r, void *buf, size_t n, size_t 
     const int f = kform(op, t);
     const int16_t *k = NULL;
     size_t stride = 1;
-    if (n && kwin[f].k && base - kwin[f].lo < kwin[f].n && n <= kwin[f].n - (base - kwin[f].lo)) {
-        k = kwin[f].k + (base - kwin[f].lo) * (size_t)nranks + (size_t)r;
+    if (n && (k = kwin_at(f, base, n))) {
+        k += r;
         stride = (size_t)nranks;
     } else if (n && r == rank) {
         k = kown_get(op, t, base + n);
@@ -308,14 +316,14 @@ typedef struct {
     uint64_t u;      /* integer reference */
 } ref_t;
 
-/* The reduction of one element's ks, k[0], k[stride], ... (rank order), as the dtype computes it:
+/* The reduction of one element's ks, k[0..nranks) (rank order), as the dtype computes it:
  * floats in double, integers with two's-complement wrap. The dtype and op are decided once per
  * element, not per rank: this loop runs nranks times for every element a reduction outputs. */
-static ref_t reduce_ks(orb_dtype_t t, orb_op_t op, const int16_t *k, size_t stride)
+static ref_t reduce_ks(orb_dtype_t t, orb_op_t op, const int16_t *k)
 {
     ref_t R = {0, 0, 0};
     const size_t n = (size_t)nranks;
-#define KX(r) ((double)k[(r) * stride] / 128.0)
+#define KX(r) ((double)k[r] / 128.0)
     if (is_float(t)) {
         double v = KX(0), absum = fabs(v);
         switch (op) {
@@ -350,7 +358,7 @@ static ref_t reduce_ks(orb_dtype_t t, orb_op_t op, const int16_t *k, size_t stri
     }
 #undef KX
     const uint64_t m = bits(t) == 64 ? ~0ull : (1ull << bits(t)) - 1; /* wrap(t, .) */
-#define KU(r) ((uint64_t)(int64_t)k[(r) * stride] & m)
+#define KU(r) ((uint64_t)(int64_t)k[r] & m)
     uint64_t u = KU(0);
     switch (op) {
     case ORB_SUM:
@@ -383,9 +391,9 @@ static ref_t reduce_ks(orb_dtype_t t, orb_op_t op, const int16_t *k, size_t stri
 /* Element idx's reference, its ks from the window or from kval. */
 static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
 {
-    int f = kform(op, t);
-    if (kwin[f].k && idx - kwin[f].lo < kwin[f].n)
-        return reduce_ks(t, op, kwin[f].k + (idx - kwin[f].lo) * (size_t)nranks, 1);
+    const int16_t *w = kwin_at(kform(op, t), idx, 1);
+    if (w)
+        return reduce_ks(t, op, w);
     int16_t ks[64] = {0}, *kp = nranks <= 64 ? ks : malloc(sizeof *kp * (size_t)nranks);
     if (!kp) {
         fprintf(stderr, "FAIL rank %d/%d: test out of memory for a reference\n", rank, nranks);
@@ -393,7 +401,7 @@ static ref_t reduce_ref(orb_dtype_t t, orb_op_t op, size_t idx)
     }
     for (int r = 0; r < nranks; r++)
         kp[r] = (int16_t)kval(r, idx, op, t);
-    ref_t R = reduce_ks(t, op, kp, 1);
+    ref_t R = reduce_ks(t, op, kp);
     if (kp != ks)
         free(kp);
     return R;
@@ -504,6 +512,36 @@ static int vsource(size_t i, size_t count, size_t *src_idx)
     return -1;
 }
 
+/* Data movement: whose element lands at output i of this rank, and which of theirs (src_idx);
+ * -1 for a reduction's output (src_idx: the element reduced) and an alltoallv gap. */
+static int moved_source(int c, size_t i, size_t count, int root, size_t *src_idx)
+{
+    *src_idx = i;
+    switch (c) {
+    case C_BCAST:
+        return root;
+    case C_GATHER:
+    case C_ALLGATHER:
+        *src_idx = i % count;
+        return (int)(i / count);
+    case C_SENDRECV:
+        return (rank + nranks - 1) % nranks;
+    case C_RS:
+        *src_idx = (size_t)rank * count + i;
+        return -1;
+    case C_ALLTOALL: /* block b came from rank b's block for this rank */
+        *src_idx = (size_t)rank * count + i % count;
+        return (int)(i / count);
+    case C_SCATTER:
+        *src_idx = (size_t)rank * count + i;
+        return root;
+    case C_ALLTOALLV:
+        return vsource(i, count, src_idx);
+    default:
+        return -1;
+    }
+}
+
 static int op_applies(int c, orb_op_t op)
 {
     if (c == C_ALLREDUCE || c == C_REDUCE || c == C_RS)
@@ -529,24 +567,13 @@ static RANK_LOCAL struct {
     unsigned char *b;
 } expect;
 
-static int moved_blocks_match(int c, orb_dtype_t t, orb_op_t op, const unsigned char *res, size_t count, int root)
+static int moved_blocks_match(int c, orb_dtype_t t, orb_op_t op, const unsigned char *res, size_t count,
+                              size_t out_n, int root)
 {
     const size_t es = esize(t);
-    int nblocks;
-    switch (c) {
-    case C_GATHER:
-    case C_ALLGATHER:
-    case C_ALLTOALL:
-        nblocks = nranks;
-        break;
-    case C_BCAST:
-    case C_SENDRECV:
-    case C_SCATTER:
-        nblocks = 1;
-        break;
-    default:
-        return 0; /* alltoallv's blocks and gaps: the per-element loop */
-    }
+    if (c == C_ALLTOALLV || c == C_ALLREDUCE || c == C_REDUCE || c == C_RS || count == 0)
+        return 0; /* alltoallv's blocks and gaps, reductions: the per-element loop */
+    const size_t nblocks = out_n / count; /* each block one source rank's run of elements */
     if (count * es > expect.cap) {
         unsigned char *b = realloc(expect.b, count * es);
         if (!b)
@@ -554,9 +581,9 @@ static int moved_blocks_match(int c, orb_dtype_t t, orb_op_t op, const unsigned 
         expect.b = b;
         expect.cap = count * es;
     }
-    for (int b = 0; b < nblocks; b++) {
-        int src = c == C_BCAST || c == C_SCATTER ? root : c == C_SENDRECV ? (rank + nranks - 1) % nranks : b;
-        size_t idx0 = c == C_ALLTOALL || c == C_SCATTER ? (size_t)rank * count : 0;
+    for (size_t b = 0; b < nblocks; b++) {
+        size_t idx0;
+        const int src = moved_source(c, b * count, count, root, &idx0);
         fill(t, op, src, expect.b, count, idx0);
         if (memcmp(res + (size_t)b * count * es, expect.b, count * es) != 0)
             return 0;
@@ -697,56 +724,26 @@ static void run_case(int c, orb_dtype_t t, orb_op_t op, size_t count, int root, 
                 first = i;
         }
     } else if (has_output && out_n > 0) {
-        settled = moved_blocks_match(c, t, op, res, count, root);
+        settled = moved_blocks_match(c, t, op, res, count, out_n, root);
     }
     for (size_t i = 0; has_output && !settled && i < out_n; i++) {
-        int src_rank = -1; /* data movement: whose element */
-        size_t src_idx = i;
-        orb_op_t rop = op;
-        switch (c) {
-        case C_BCAST:
-            src_rank = root;
-            break;
-        case C_GATHER:
-        case C_ALLGATHER:
-            src_rank = (int)(i / count);
-            src_idx = i % count;
-            break;
-        case C_SENDRECV:
-            src_rank = (rank + nranks - 1) % nranks;
-            break;
-        case C_RS:
-            src_idx = (size_t)rank * count + i;
-            break;
-        case C_ALLTOALL: /* block b came from rank b's block for this rank */
-            src_rank = (int)(i / count);
-            src_idx = (size_t)rank * count + i % count;
-            break;
-        case C_SCATTER:
-            src_rank = root;
-            src_idx = (size_t)rank * count + i;
-            break;
-        case C_ALLTOALLV:
-            src_rank = vsource(i, count, &src_idx);
-            break;
-        default:
-            break;
-        }
+        size_t src_idx;
+        const int src_rank = moved_source(c, i, count, root, &src_idx); /* data movement: whose element */
         int ok;
         if (c == C_ALLTOALLV && src_rank < 0) { /* a gap between blocks: never written */
             ok = 1;
             for (size_t b = 0; b < es; b++)
                 ok &= res[i * es + b] == 0xA5;
         } else if (src_rank >= 0) {
-            int64_t k = kv(src_rank, src_idx, rop, t);
+            int64_t k = kv(src_rank, src_idx, op, t);
             if (is_float(t))
                 ok = load(t, res, i) == (double)k / 128.0;
             else
                 ok = load_int(t, res, i) == wrap(t, (uint64_t)k);
         } else {
-            ref_t R = refs ? refs[src_idx - rlo] : reduce_ref(t, rop, src_idx);
+            ref_t R = refs ? refs[src_idx - rlo] : reduce_ref(t, op, src_idx);
             if (is_float(t))
-                ok = close_enough(rop, unit_roundoff(t), load(t, res, i), &R);
+                ok = close_enough(op, unit_roundoff(t), load(t, res, i), &R);
             else
                 ok = load_int(t, res, i) == R.u;
         }
