@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The tuner's link calibration (comm/comm_calib.c, ORBIT_CALIBRATE, ORBIT_CALIB_FILE), from
 the outside: real ranks under orbitrun, judged by what they log (ORBIT_DEBUG=INFO) and what
-the cache file holds. Measured once, then read back; another FIFO geometry is another job
-shape (measured again); a damaged line is reported and replaced; 2 measures again; 0 and
-`none` behave as documented; every rank agrees on the values; single-copy pieces are off
-exactly where the measured single copy is slower than the slots, and ORBIT_CMA_BYTES set by
-hand keeps them on.
+the cache file holds. The first three jobs of a shape measure, each keeping the best figures
+of the line and its own (the file's values only improve), then later jobs read them back;
+planted lines show that the best of both is kept, whichever side it comes from; another FIFO
+geometry is another job shape (measured again); a damaged line is reported and replaced; 2
+measures again and starts the line afresh; 0 and `none` behave as documented; every rank
+agrees on the values; single-copy pieces are off exactly where the measured single copy is
+slower than the slots, and ORBIT_CMA_BYTES set by hand keeps them on.
 Usage: check_calibration.py ORBITRUN BENCH"""
 import os
 import re
@@ -16,7 +18,7 @@ import tempfile
 orbitrun, bench = sys.argv[1], sys.argv[2]
 failures = 0
 LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s, single copy ([0-9.]+) GB/s "
-                  r"\((measured at init|from the cache .*)\)")
+                  r"\((measured at init|from the cache \S+)(?:, best of (\d+) jobs)?\)")
 OFF = re.compile(r"rank (\d+): no single-copy pieces: the kernel's one copy measured ([0-9.]+) GB/s against ([0-9.]+) GB/s "
                  r"through the slots \(ORBIT_CMA_BYTES=\d+ sends them anyway\)")
 ON = re.compile(r"rank (\d+): calls of \d+ input bytes or more send single-copy pieces")
@@ -45,6 +47,8 @@ def views(out, n):
     """Every rank's (alpha, beta, how): one line each, the same values on every rank; and the
     single-copy verdict each rank logs, against its figures."""
     got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4), m.group(5)) for m in LINE.finditer(out)}
+    jobs = set(int(m.group(6) or 1) for m in LINE.finditer(out))
+    check(len(jobs) == 1, f"the ranks agree on how many jobs the figures are the best of ({jobs})")
     check(sorted(got) == list(range(n)), f"every one of {n} ranks logs its link price (got ranks {sorted(got)})")
     vals = set((a, b, g) for a, b, g, _ in got.values())
     check(len(vals) == 1, f"the ranks agree on the values ({vals})")
@@ -61,7 +65,7 @@ def views(out, n):
     else:
         check(not off and sorted(on) == list(range(n)), f"single copy {g} >= slots {b} GB/s (or not measured): every rank "
               f"sends single-copy pieces ({sorted(on)}), none says otherwise")
-    return a, b, hows
+    return a, b, hows, (jobs.pop() if len(jobs) == 1 else 0), g
 
 
 def lines(path):
@@ -69,23 +73,67 @@ def lines(path):
         return [l for l in f.read().splitlines() if l]
 
 
+FIG = re.compile(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+) single_gbps=([0-9.]+) jobs=(\d+)$")
+
+
+def line_of(path, slot="262144"):
+    """The (alpha, beta, single, jobs) of the 2-rank line with this slot size, or None."""
+    for l in lines(path):
+        m = FIG.search(l)
+        if f" ranks=2 " in l and f" slot={slot} " in l and m:
+            return float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+    return None
+
+
+def plant(path, alpha, beta, single, jobs):
+    """Rewrite the 2-rank 256 KiB line with these figures."""
+    ls = [FIG.sub(f"alpha_us={alpha} beta_gbps={beta} single_gbps={single} jobs={jobs}", l)
+          if " ranks=2 " in l and " slot=262144 " in l else l for l in lines(path)]
+    with open(path, "w") as f:
+        f.write("\n".join(ls) + "\n")
+
+
+# the log prints 3 and 2 decimals, the file 4: equal to within the log's rounding
+same = lambda x, y: abs(x[0] - y[0]) <= 0.0011 and abs(x[1] - y[1]) <= 0.011
+
+
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "sub", "links.txt")
     # 1. nothing cached: measured, stored (the directory made), the file's values are the logged ones
-    a, b, hows = views(run({"ORBIT_CALIB_FILE": path}), 2)
-    check(hows == {"measured at init"}, f"first job: measured at init ({hows})")
+    a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    check(hows == {"measured at init"} and jobs == 1, f"first job: measured at init, 1 job ({hows}, {jobs})")
     check(os.path.exists(path) and len(lines(path)) == 1, "first job: one line written")
     line = lines(path)[0] if os.path.exists(path) else ""
-    m = re.search(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+) single_gbps=([0-9.]+)$", line)
-    # the log prints 3 and 2 decimals, the file 4: equal to within the log's rounding
-    same = lambda x, y: abs(x[0] - y[0]) <= 0.0011 and abs(x[1] - y[1]) <= 0.011
-    check(" ranks=2 " in line and m is not None and same((a, b), (float(m.group(1)), float(m.group(2)))),
-          f"the line is this job's, with its values: {line}")
-    # 2. read back
-    a2, b2, hows = views(run({"ORBIT_CALIB_FILE": path}), 2)
-    check(hows == {"from the cache"} and same((a2, b2), (a, b)), f"second job: from the cache, same values ({hows})")
+    fig = line_of(path) if os.path.exists(path) else None
+    check(" ranks=2 " in line and fig is not None and fig[3] == 1 and same((a, b), fig),
+          f"the line is this job's, with its values and 1 job: {line}")
+    # 2. the second and third jobs measure again and keep the best: the line only improves
+    for k in (2, 3):
+        before = line_of(path)
+        a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path}), 2)
+        fig = line_of(path)
+        check(hows == {"measured at init"} and jobs == k, f"job {k}: measured again, best of {k} jobs ({hows}, {jobs})")
+        check(fig is not None and fig[3] == k and same((a, b), fig), f"job {k}: the line holds the logged values, {k} jobs ({fig})")
+        check(fig is not None and before is not None and fig[0] <= before[0] and fig[1] >= before[1] and fig[2] >= before[2],
+              f"job {k}: no figure got worse ({before} -> {fig})")
+    # 3. the fourth reads them back
+    fig = line_of(path)
+    a2, b2, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    check(hows == {"from the cache"} and jobs == 3 and fig is not None and same((a2, b2), fig) and line_of(path) == fig,
+          f"job 4: from the cache, best of 3 jobs, the line's values, the line untouched ({hows}, {jobs})")
+    # 4. planted lines: the job's own figures win over worse ones, the line's over better ones
+    plant(path, 99.0, 0.01, 0.01, 1)
+    a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    fig = line_of(path)
+    check(hows == {"measured at init"} and jobs == 2 and a < 99 and b > 0.01 and fig is not None and fig[3] == 2
+          and same((a, b), fig), f"a worse line of 1 job: measured, its own figures kept, 2 jobs ({a}, {b}, {fig})")
+    plant(path, 0.001, 900.0, 500.0, 2)
+    a, b, hows, jobs, g = views(run({"ORBIT_CALIB_FILE": path}), 2)
+    check(hows == {"measured at init"} and jobs == 3 and same((a, b), (0.001, 900.0)) and abs(g - 500.0) < 0.006
+          and line_of(path) == (0.001, 900.0, 500.0, 3),
+          f"a better line of 2 jobs: measured, the line's figures kept, 3 jobs ({a}, {b}, {g}, {line_of(path)})")
     # 3. another FIFO geometry is another key
-    _, _, hows = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_SHM_SLOT_BYTES": "65536"}), 2)
+    _, _, hows, _, _ = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_SHM_SLOT_BYTES": "65536"}), 2)
     check(hows == {"measured at init"}, f"other slot size: measured again ({hows})")
     check(len(lines(path)) == 2, "other slot size: a second line")
     # 4. a damaged line for the key: warned, measured, replaced
@@ -95,24 +143,29 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("\n".join(ls) + "\n")
     out = run({"ORBIT_CALIB_FILE": path})
     check("unreadable calibration line" in out and "ORBIT_CALIB_FILE" in out, "damaged line: a warning that names the setting")
-    _, _, hows = views(out, 2)
+    _, _, hows, _, _ = views(out, 2)
     check(hows == {"measured at init"}, f"damaged line: measured again ({hows})")
     check(all("garbage" not in l for l in lines(path)) and len(lines(path)) == 2, "damaged line: replaced")
-    # 5. ORBIT_CALIBRATE=2 measures although cached; 0 keeps the transport's constants
-    _, _, hows = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "2"}), 2)
-    check(hows == {"measured at init"}, f"ORBIT_CALIBRATE=2: measured ({hows})")
+    # 5. ORBIT_CALIBRATE=2 measures although cached, and starts the line afresh (1 job, its own
+    #    figures, not the planted ones); 0 keeps the transport's constants
+    plant(path, 0.001, 900.0, 500.0, 3)
+    a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "2"}), 2)
+    fig = line_of(path)
+    check(hows == {"measured at init"} and jobs == 1 and b < 900 and fig is not None and fig[3] == 1 and same((a, b), fig),
+          f"ORBIT_CALIBRATE=2: measured, the line afresh with 1 job ({hows}, {jobs}, {fig})")
     out = run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "0"})
     check(not LINE.search(out) and "the transports' cost" in out, "ORBIT_CALIBRATE=0: the transport's constants")
     # 6. none: measured, nothing written; 3 ranks
     path2 = os.path.join(tmp, "none-dir")
-    _, _, hows = views(run({"ORBIT_CALIB_FILE": "none", "XDG_CACHE_HOME": path2}, n=3), 3)
+    _, _, hows, _, _ = views(run({"ORBIT_CALIB_FILE": "none", "XDG_CACHE_HOME": path2}, n=3), 3)
     check(hows == {"measured at init"} and not os.path.exists(path2), "none: 3 ranks measured, no file anywhere")
-    # 7. a line of the key without the single copy's figure (as version 1 wrote them): measured again
+    # 7. a line of the key without the single copy's figure or the jobs (as versions 1 and 2
+    #    wrote them): measured again
     ls = [l if " slot=65536 " in l else re.sub(r" single_gbps=\S+", "", l) for l in lines(path)]
     with open(path, "w") as f:
         f.write("\n".join(ls) + "\n")
     out = run({"ORBIT_CALIB_FILE": path})
-    _, _, hows = views(out, 2)
+    _, _, hows, _, _ = views(out, 2)
     check("unreadable calibration line" in out and hows == {"measured at init"}, f"no single copy figure: measured again ({hows})")
     # 8. ORBIT_CMA_BYTES given: single-copy pieces whatever the figures
     out = run({"ORBIT_CALIB_FILE": "none", "ORBIT_CMA_BYTES": "1048576"})
