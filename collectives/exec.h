@@ -53,10 +53,13 @@ typedef struct {
      * rooted calls, whose senders otherwise wait a hop for a neighbour that has nothing to
      * send them. */
     int sync_defer;
-    /* Set by orb_exec_run: the handshake rides on lane 0's first piece (ORB_PIECE_SYNC)
-     * instead of a piece of its own, where that piece goes to sync_next before the lane
-     * receives anything (so no rank waits for it on a handshake of its own) and the run has
-     * this call alone. */
+    /* Set by orb_exec_run where the run has this call alone: the handshake rides on lane 0's
+     * first piece (ORB_PIECE_SYNC) instead of a piece of its own, where that piece goes to
+     * sync_next before the lane receives anything (ORB_SYNC_ON_FIRST: no rank waits for it on
+     * a handshake of its own) or right after its first receive, from sync_prev
+     * (ORB_SYNC_AFTER_RECV: a chain's forwarder, whose own piece would take a FIFO slot a
+     * call; after ORB_EXEC_UNMERGE_S with nothing in from sync_prev it goes as a piece of its
+     * own). */
     int sync_merge;
 } orb_exec_op_t;
 
@@ -68,6 +71,12 @@ typedef struct {
  * that disagreed is found within that many calls (sooner by the error a peer posts), and a
  * rank returns ORB_OK only if every piece it received carried its own signature, as before. */
 #define ORB_EXEC_DUE_MAX 8
+
+enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2 }; /* orb_exec_op_t.sync_merge */
+/* How long a run waits for the receive a handshake is to ride after (ORB_SYNC_AFTER_RECV)
+ * before sending it as a piece of its own: far above a hop's wait with more ranks than CPUs
+ * (milliseconds at most), far below ORBIT_TIMEOUT. */
+#define ORB_EXEC_UNMERGE_S 0.02
 typedef struct {
     int n;    /* entries due, oldest first from head (a ring: the oldest goes first, mostly) */
     int head; /* where the oldest is */

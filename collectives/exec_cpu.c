@@ -246,9 +246,11 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 0;
         }
     }
-    if (!o->sync_recvd && o->sync_merge && !o->sync_sent) {
+    if (!o->sync_recvd && o->sync_merge == ORB_SYNC_ON_FIRST && !o->sync_sent) {
         /* ours rides on lane 0's first piece, which goes later in this pass: out before
-         * looking at the neighbour's, so that a disagreement reaches both ends */
+         * looking at the neighbour's, so that a disagreement reaches both ends (after a
+         * receive, the neighbour's piece must come first; a disagreement there reaches every
+         * rank through post_error) */
     } else if (!o->sync_recvd && due_from(env, o->sync_prev)) {
         b->peer = o->sync_prev;
         b->for_data = 1;
@@ -716,6 +718,27 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
     return ORB_OK;
 }
 
+/* Handshakes that were to ride on a piece sent after a receive, where the run has waited
+ * ORB_EXEC_UNMERGE_S and nothing from sync_prev is in: they go as pieces of their own. Ranks
+ * that disagree could otherwise each wait for its neighbour's piece with none sent (every
+ * rank a chain's forwarder for another root), where pieces of their own name the
+ * disagreement. Returns whether one changed. */
+static int unmerge(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops)
+{
+    int changed = 0;
+    for (int i = 0; i < nops; i++) {
+        orb_exec_op_t *o = &ops[i];
+        if (o->sync_merge != ORB_SYNC_AFTER_RECV || o->sync_sent)
+            continue;
+        orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * (size_t)env->nchannels];
+        if (!rc->ops->recv_acquire(rc)) {
+            o->sync_merge = 0;
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
 static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
 {
     for (int i = 0; i < nops; i++) { /* only the plan's lanes: nothing reads the others */
@@ -728,8 +751,12 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
         o->sync_sent = o->sync_recvd = 0;
         const orb_step_t *first = o->plan->nlanes && o->plan->lanes[0].nsteps ? &o->plan->lanes[0].steps[0] : NULL;
         const unsigned props = first ? orb_step_props(first->kind) : 0;
-        o->sync_merge = nops == 1 && o->sync_next >= 0 && (props & ORB_STEP_SENDS) && !(props & ORB_STEP_RECVS) &&
-                        first->send_peer == o->sync_next && first->count > 0;
+        o->sync_merge = 0;
+        if (nops == 1 && o->sync_next >= 0 && (props & ORB_STEP_SENDS) && first->send_peer == o->sync_next &&
+            first->count > 0)
+            o->sync_merge = !(props & ORB_STEP_RECVS)           ? ORB_SYNC_ON_FIRST
+                            : first->recv_peer == o->sync_prev ? ORB_SYNC_AFTER_RECV
+                                                               : 0;
     }
 
     /* Calls of one lane of small pieces: the first pass streamlined (most end in it) */
@@ -771,6 +798,10 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
             continue;
         }
         double now = orb_now();
+        if (now - idle_since >= ORB_EXEC_UNMERGE_S && unmerge(env, ops, nops)) {
+            idle_passes = 0;
+            continue;
+        }
         if (now - idle_since < env->spin_s)
             continue;
         if (now - idle_since < env->spin_s + env->yield_s) {

@@ -213,6 +213,32 @@ static int mode_mismatch(void)
         check(mismatch_message_ok(msg, &cases[i][0], &cases[i][1]), "the destroy's message names both calls",
               detail);
     }
+    /* Every rank a chain's forwarder: a broadcast whose root is the rank's ring predecessor
+     * (the ring is 0 1 .. n-1 on one host's single NUMA node, as the test machines have), so
+     * each rank's handshake was to ride on the piece it forwards after a receive that never
+     * comes (collectives/exec.h, ORB_SYNC_AFTER_RECV): after ORB_EXEC_UNMERGE_S it goes as a
+     * piece of its own, and every rank names the disagreement long before ORBIT_TIMEOUT. */
+    if (nranks >= 3) {
+        setenv("ORBIT_ALGO", "ring", 1); /* the chain */
+        orb_comm_t c = init();
+        unsetenv("ORBIT_ALGO");
+        const int root = (rank + nranks - 1) % nranks;
+        const double t0 = now();
+        orb_status_t st = orb_broadcast(a, b, 64, ORB_FLOAT32, root, c, NULL);
+        orb_status_t first = st;
+        if (st == ORB_OK)
+            st = orb_barrier(c);
+        const double took = now() - t0;
+        char detail[2048];
+        snprintf(detail, sizeof detail, "broadcast rooted at each rank's predecessor (root %d here): got %s%s after "
+                 "%.2f s: %s", root, first == ORB_OK ? "OK, then " : "", orb_status_name(st), took,
+                 orb_comm_last_error(c));
+        check(st == ORB_ERR_MISMATCH && took < 2.0, "every rank a forwarder: mismatch", detail);
+        const char *msg = orb_comm_last_error(c);
+        check(strstr(msg, "called broadcast #1 (count 64, float32, root ") && strstr(msg, " but rank "),
+              "every rank a forwarder: the message names two broadcasts", detail);
+        orb_comm_destroy(c);
+    }
     /* a skipped call: rank 0 makes one allreduce more than the others */
     {
         orb_comm_t c = init();
@@ -229,7 +255,7 @@ static int mode_mismatch(void)
     }
     free(a);
     free(b);
-    return finish(2 * (int)ncases + (nranks == 2 ? 8 : 0));
+    return finish(2 * (int)ncases + (nranks == 2 ? 8 : 0) + (nranks >= 3 ? 2 : 0));
 }
 
 /* ---- timeout ------------------------------------------------------------------------- */
