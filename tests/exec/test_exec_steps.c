@@ -1072,6 +1072,35 @@ static void mismatch_handshake(void)
     verdict(run);
 }
 
+/* Rank 0's broadcast sends its data with its handshake riding on it; rank 1 called a count-0
+ * all-reduce, which takes nothing from rank 0. Rank 1 starts 20 ms late, so the piece is in
+ * before it looks: it must name the disagreement, not count a piece that no lane of its call
+ * takes as the handshake and return (its FIFO would keep the piece for a later call). */
+static void mismatch_merged_untaken(void)
+{
+    run_t *run = malloc(sizeof *run);
+    small_run(run, "handshake: a broadcast's data reaches a count-0 all-reduce that takes nothing from it", 2, 64, 2,
+              ORB_FLOAT32);
+    static const char *const a = "rank 0 called broadcast #3 (count 4, float32, root 0)",
+                      *const b = "rank 1 called allreduce #3 (count 0, float32, sum)";
+    plan_init(run, 0, 0, ORB_COLL_BROADCAST);
+    op_init(run, 0, 0, ORB_COLL_BROADCAST, 3, 4, ORB_SUM, 0);
+    push(&run->job[0].plan[0], 0, step_of(ORB_STEP_SEND, 1, -1, 4));
+    plan_init(run, 1, 0, ORB_COLL_ALLREDUCE);
+    op_init(run, 1, 0, ORB_COLL_ALLREDUCE, 3, 0, ORB_SUM, 0);
+    for (int r = 0; r < 2; r++) {
+        job_t *j = &run->job[r];
+        j->op[0].sync_next = j->op[0].sync_prev = 1 - r;
+        j->want_st = ORB_ERR_MISMATCH;
+        j->want_err[0] = a;
+        j->want_err[1] = b;
+        j->want_post_peer = -2; /* both see it: who posts first is a race */
+        j->check_data = 1;
+    }
+    run->job[1].start_after_ms = 20;
+    verdict(run);
+}
+
 /* Three ranks each call a broadcast whose root is its ring predecessor: every rank is a
  * chain's forwarder (receive from the previous rank, send to the next), so each handshake is
  * to ride on a piece sent after a receive that never comes. After ORB_EXEC_UNMERGE_S they go
@@ -1241,6 +1270,7 @@ int main(int argc, char **argv)
     mismatch_p2p("mismatch: the same call, a piece of 5 elements where 6 were expected", 9, 5, 5, 9, 5, 6, 4);
     mismatch_handshake();
     mismatch_all_forwarders();
+    mismatch_merged_untaken();
     group_handshake_seen_late();
     unknown_kind();
     pool_hand(NULL);
