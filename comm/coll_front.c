@@ -141,6 +141,7 @@ typedef struct {
      * when the thread exits (a key's destructor; the main thread's stays reachable to the end). */
     queued_t *spare;
     int spare_cap;
+    int armed; /* the key's destructor will free the spare at thread exit (set once a thread) */
 } group_tls_t;
 static _Thread_local group_tls_t group_tls;
 
@@ -168,6 +169,7 @@ static void spare_release(void *unused)
     queue_free(g->spare, g->spare_cap);
     g->spare = NULL;
     g->spare_cap = 0;
+    g->armed = 0; /* the key's value is NULL now: a later spare arms it again */
 }
 
 static void spare_key_create(void)
@@ -387,8 +389,11 @@ orb_status_t orb_group_end(void)
     for (int i = 0; i < n; i++) /* the next group's plans will live at these addresses */
         if (!q[i].borrowed)
             orb_comm_trace_plan_gone(q[i].p.comm, &q[i].plan);
-    pthread_once(&spare_once, spare_key_create);
-    if (!g->spare && q && spare_key_ok && pthread_setspecific(spare_key, q) == 0) {
+    if (!g->armed && q) { /* the destructor frees whatever spare the thread holds then */
+        pthread_once(&spare_once, spare_key_create);
+        g->armed = spare_key_ok && pthread_setspecific(spare_key, g) == 0;
+    }
+    if (!g->spare && q && g->armed) {
         g->spare = q;
         g->spare_cap = cap;
     } else {
