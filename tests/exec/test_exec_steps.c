@@ -1041,6 +1041,23 @@ static void mismatch_p2p(const char *name, uint64_t seq0, size_t c0, size_t n0, 
     verdict(run);
 }
 
+/* Job j must fail with a mismatch whose message names a (and b, unless NULL), its buffers
+ * untouched. post_peer >= 0: it posts exactly one error, to that rank, naming the same, and its
+ * box holds one naming the same; -2: who posts and what the box holds is a race, not judged. */
+static void want_mismatch(job_t *j, const char *a, const char *b, int post_peer)
+{
+    j->want_st = ORB_ERR_MISMATCH;
+    j->want_err[0] = a;
+    j->want_err[1] = b;
+    j->want_post_peer = post_peer;
+    if (post_peer >= 0) {
+        j->want_post[0] = j->want_box[0] = a;
+        j->want_post[1] = j->want_box[1] = b;
+        j->want_box_st = ORB_ERR_MISMATCH;
+    }
+    j->check_data = 1;
+}
+
 /* Two ranks disagree on the root of a broadcast: both see it in the handshake, and the plan
  * (rank 0 sends, rank 1 receives) never starts: rank 1's output stays as it was. */
 static void mismatch_handshake(void)
@@ -1053,16 +1070,7 @@ static void mismatch_handshake(void)
         plan_init(run, r, 0, ORB_COLL_BROADCAST);
         op_init(run, r, 0, ORB_COLL_BROADCAST, 3, 4, ORB_SUM, r);
         j->op[0].sync_next = j->op[0].sync_prev = 1 - r;
-        j->want_st = ORB_ERR_MISMATCH;
-        j->want_err[0] = a;
-        j->want_err[1] = b;
-        j->want_post_peer = 1 - r;
-        j->want_post[0] = a;
-        j->want_post[1] = b;
-        j->want_box_st = ORB_ERR_MISMATCH;
-        j->want_box[0] = a;
-        j->want_box[1] = b;
-        j->check_data = 1;
+        want_mismatch(j, a, b, 1 - r);
     }
     push(&run->job[0].plan[0], 0, step_of(ORB_STEP_SEND, 1, -1, 4));
     push(&run->job[1].plan[0], 0, step_of(ORB_STEP_RECV, -1, 0, 4));
@@ -1091,11 +1099,7 @@ static void mismatch_merged_untaken(void)
     for (int r = 0; r < 2; r++) {
         job_t *j = &run->job[r];
         j->op[0].sync_next = j->op[0].sync_prev = 1 - r;
-        j->want_st = ORB_ERR_MISMATCH;
-        j->want_err[0] = a;
-        j->want_err[1] = b;
-        j->want_post_peer = -2; /* both see it: who posts first is a race */
-        j->check_data = 1;
+        want_mismatch(j, a, b, -2); /* both see it: who posts first is a race */
     }
     run->job[1].start_after_ms = 20;
     verdict(run);
@@ -1122,10 +1126,7 @@ static void mismatch_all_forwarders(void)
         j->op[0].sync_prev = prev;
         push(&j->plan[0], 0, step_of(ORB_STEP_RECV_COPY_SEND, next, prev, 4));
         snprintf(mine[r], sizeof mine[r], "rank %d called broadcast #3 (count 4, float32, root %d)", r, prev);
-        j->want_st = ORB_ERR_MISMATCH;
-        j->want_err[0] = mine[r];
-        j->want_post_peer = -2;
-        j->check_data = 1;
+        want_mismatch(j, mine[r], NULL, -2);
     }
     verdict(run);
 }
