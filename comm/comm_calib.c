@@ -407,22 +407,21 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
         return st;
     }
     if (can) {
-        calib_fig_t fig = worst_of(all, c->nranks, cached);
-        int jobs = 1;
         /* The ranks read one file; their lines differ only when another job wrote it between
-         * their reads: the line of most jobs stands, the same on every rank. */
+         * their reads: the line of most jobs stands, the same on every rank (when cached,
+         * every rank has one). */
         int from = -1;
-        for (int r = 0; !cached && r < c->nranks; r++)
+        for (int r = 0; r < c->nranks; r++)
             if (all[r].jobs > 0 && (from < 0 || all[r].jobs > all[from].jobs))
                 from = r;
-        if (from >= 0 && believable(&fig) && believable(&all[from].prior)) { /* the best of both */
+        calib_fig_t fig = worst_of(all, c->nranks, cached);
+        int jobs = cached ? all[from].jobs : 1;
+        if (!cached && from >= 0 && believable(&fig) && believable(&all[from].prior)) { /* the best of both */
             const calib_fig_t *p = &all[from].prior;
             fig = (calib_fig_t){fmin(fig.alpha_us, p->alpha_us), fmax(fig.beta_gbps, p->beta_gbps),
                                 fmax(fig.single_gbps, p->single_gbps)};
             jobs = all[from].jobs + 1;
         }
-        for (int r = 0; cached && r < c->nranks; r++) /* all at least CALIB_JOBS */
-            jobs = r == 0 || all[r].jobs < jobs ? all[r].jobs : jobs;
         if (believable(&fig)) {
             c->shm_measured = (orb_link_cost_t){fig.alpha_us, fig.beta_gbps, 0}; /* the L2: comm_links.c */
             c->shm_measured_how = cached ? 2 : 1;
