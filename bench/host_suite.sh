@@ -33,12 +33,18 @@ echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # the 2-rank runs below read it from the cache (other rank counts measure at their first run).
 echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/bench/allreduce_bench" --size 8 --iters 10 2>&1 |
   grep -m1 -o 'tuner links inside this host.*' || echo 'tuner links: not measured (see ORBIT_CALIBRATE)')"
+# How far apart the two CPUs are (bench/c2c.c): a VM's vCPUs can move between sharing a cache
+# (tens of ns) and not (several times that) within seconds, and shared-memory figures move
+# with them; printed around every collective, so each table says which case it met.
+place() { echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"; }
+place
 sections=" ${SECTIONS:-1 2 2b 3 4 5 6 7 8} "
 want() { [[ $sections == *" $1 "* ]]; }
 
 if want 1; then
 echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
 bash bench/compare.sh -n 2 -r "$reps" -o "$out/1-allreduce" "$build" allreduce --size 8:256M --factor 4 --check
+place
 fi
 
 if want 2; then
@@ -46,6 +52,7 @@ echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 256K:64M --factor 4
+  place
 done
 fi
 
@@ -55,6 +62,7 @@ echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB, 20000 calls
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2b-$c" "$build" "$c" --size 8:4K --factor 8 --iters 20000 --warmup 1000
+  place
 done
 fi
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "collectives/exec.h"
+#include "collectives/slot_stores.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/log.h"
@@ -361,6 +362,35 @@ static void reduce_streamed(void *dst, void *fwd, const void *a, const void *b, 
     }
 }
 
+/* A piece into the slot fwd past the caches (slot_stores.h), and into dst as well when the
+ * step writes its output, there with ordinary stores (the output is read next). */
+static void slot_streamed(void *dst, void *fwd, const void *src, const void *in, size_t n, const orb_exec_op_t *o,
+                          unsigned props, int pd)
+{
+    if (!(props & ORB_STEP_REDUCES))
+        orb_kernel_copy_stream(fwd, dst, in ? in : src, n, o->dtype, pd);
+    else if (dst) {
+        orb_kernel_reduce(dst, NULL, src, in, n, o->dtype, o->op, pd);
+        orb_kernel_copy_stream(fwd, NULL, dst, n, o->dtype, 0);
+    } else
+        reduce_streamed(fwd, NULL, src, in, n, o->dtype, o->op, pd);
+}
+
+/* A timed ordinary copy of bytes into sc's slot took secs; says so when the verdict changes. */
+static void slot_copy_timed(const orb_exec_env_t *env, orb_conn_t *sc, size_t bytes, double secs)
+{
+    if (secs <= 0 || !orb_slot_stores_sample(&sc->stores, (double)bytes / secs * 1e-9))
+        return;
+    if (sc->stores.far)
+        ORB_INFO("rank %d: copies into rank %d's slots (channel %d) ran at %.2f GB/s, under a third of the %.2f GB/s "
+                 "calibrated for the link: its core is far from this one; writing them past the caches until "
+                 "the copies speed up (ORBIT_SLOT_STORES)",
+                 env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores), 3 * sc->stores.floor_gbps);
+    else
+        ORB_INFO("rank %d: copies into rank %d's slots (channel %d) run at %.2f GB/s again: ordinary stores",
+                 env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores));
+}
+
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
  * negative status. */
 static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
@@ -471,12 +501,21 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 return cst;
             }
         }
+        /* a piece for the slot: which stores (slot_stores.h); only a plain copy into the slot
+         * alone is timed. Where the output streams past the caches too, the slot keeps
+         * ordinary stores (one pass, reduce_streamed, writes both). */
+        const orb_slot_write_t how = fwd && !remote && !direct && !(dst && stream)
+                                         ? orb_slot_stores_pick(&sc->stores, n * esz, !dst && !(props & ORB_STEP_REDUCES))
+                                         : ORB_SLOT_WRITE_CACHED;
+        const double c0 = how == ORB_SLOT_WRITE_TIMED ? orb_now() : 0;
         if (direct) {
             if (d2)
                 orb_kernel_copy(d2, NULL, dst, n, o->dtype, 0);
         } else if (remote) {
             /* nothing to write: the receiver reads src */
-        } else if ((props & ORB_STEP_REDUCES) && stream)
+        } else if (how == ORB_SLOT_WRITE_STREAM)
+            slot_streamed(dst, fwd, src, in, n, o, props, pd);
+        else if ((props & ORB_STEP_REDUCES) && stream)
             reduce_streamed(dst, fwd, src, in, n, o->dtype, o->op, pd);
         else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
@@ -484,6 +523,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, in, n, o->dtype, pd);
         else if (d1 != src || pd > 1) /* a local copy onto itself moves nothing */
             (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, src, n, o->dtype, pd);
+        if (how == ORB_SLOT_WRITE_TIMED)
+            slot_copy_timed(env, sc, n * esz, orb_now() - c0);
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {

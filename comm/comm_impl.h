@@ -156,6 +156,8 @@ static inline int orb_comm_peer_shm(const struct orb_comm *c, int p)
 orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadline, char *err, size_t errlen);
 /* Which shared-memory peers single-copy reads may use, agreed at init (comm_cma.c). Collective. */
 orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen);
+/* How this rank writes into its shared-memory peers' slots (ORBIT_SLOT_STORES; comm_slot_stores.c). */
+orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t errlen);
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
 /* Input bytes from which a call sends pieces as addresses (comm_cache.c); 0: never. */

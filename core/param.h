@@ -44,7 +44,8 @@
     X(TOPO_DUMP, "ORBIT_TOPO_DUMP", "", "write the topology the communicator used to this path") \
     X(CALIB_FILE, "ORBIT_CALIB_FILE", "", "where ORBIT_CALIBRATE keeps its measurements, one line per host, boot and job shape (empty: $XDG_CACHE_HOME/orbit/links.txt, else ~/.cache/orbit/links.txt; none: no file, measure at every init)") \
     X(CPU_KERNELS, "ORBIT_CPU_KERNELS", "auto", "CPU reduction loops: auto (AVX2+F16C where the CPU has them), portable (baseline x86-64 / any ISA)") \
-    X(CUDA_PROTO, "ORBIT_CUDA_PROTO", "", "device protocol: ll (data and flag in one store), simple (slots); empty: by size")
+    X(CUDA_PROTO, "ORBIT_CUDA_PROTO", "", "device protocol: ll (data and flag in one store), simple (slots); empty: by size") \
+    X(SLOT_STORES, "ORBIT_SLOT_STORES", "auto", "how pieces are written into a same-host peer's shared-memory slots: auto (ordinary stores; past the caches, non-temporal, while timed copies run under a third of the calibrated link rate, as between cores that share no cache), cached (always ordinary), stream (always non-temporal); each rank decides for its own sends")
 
 typedef enum {
 #define ORB_PARAM_ENUM_(id, env, def, help) ORB_PARAM_##id,

@@ -39,6 +39,25 @@ typedef struct {
     char pad1[56];
 } orb_fifo_ctrl_t;
 
+/* How a sender writes pieces into a shared-memory peer's slots. Ordinary stores leave each
+ * line in the sender's cache, so the receiver's read and the sender's next write of that slot
+ * each fetch it from the other core: cheap between cores that share a cache, several times
+ * dearer between cores that do not (another CCD or socket; a VM's vCPUs can land there and
+ * move back within seconds). Stores past the caches cost a little between near cores and
+ * save most of it between far ones; collectives/slot_stores.c chooses from timed copies. */
+typedef struct {
+    float floor_gbps;  /* ordinary copies slower than this: the peer is far (0: never stream) */
+    uint8_t mode;      /* ORB_SLOT_STORES_AUTO, _CACHED or _STREAM (ORBIT_SLOT_STORES) */
+    uint8_t far;       /* auto: streaming now */
+    uint8_t n, next;   /* timed copies held in gbps[], and where the next one goes */
+    uint32_t since;    /* pieces since the last timed one */
+    float gbps[5];     /* the last timed ordinary copies, GB/s */
+} orb_slot_stores_t;
+
+#define ORB_SLOT_STORES_AUTO 0
+#define ORB_SLOT_STORES_CACHED 1
+#define ORB_SLOT_STORES_STREAM 2
+
 struct orb_conn {
     const orb_conn_ops_t *ops;
     int peer;
@@ -60,6 +79,9 @@ struct orb_conn {
      * them there (0: nobody, every piece is copied). */
     uint32_t addr_kind;
     size_t addr_min;
+    /* Send side, shared memory: how pieces are written into the peer's slots (zero: with
+     * ordinary stores, always; collectives/slot_stores.h) */
+    orb_slot_stores_t stores;
 };
 
 /* Who reads a piece posted as an address. */

@@ -318,6 +318,7 @@ typedef struct {
 typedef struct run {
     char name[256];
     int nranks, nch, nslots, nops, stutter;
+    int stream; /* senders write slots with non-temporal stores (ORBIT_SLOT_STORES=stream) */
     size_t slot_bytes;
     orb_dtype_t dtype;
     double timeout_s;
@@ -656,6 +657,7 @@ static void run_connect(run_t *run)
                 f->to = &run->ctx[b];
                 orb_conn_t c = {.ops = &mem_conn_ops, .ctrl = &f->ctrl, .slots = f->slots, .slot_stride = f->stride,
                                 .slot_bytes = f->slot_bytes, .nslots = f->nslots, .pos = 0, .wake = f};
+                c.stores.mode = run->stream ? ORB_SLOT_STORES_STREAM : ORB_SLOT_STORES_CACHED;
                 c.peer = b;
                 c.channel = ch;
                 run->send[a][b * nch + ch] = c;
@@ -816,7 +818,7 @@ typedef struct {
     size_t count;
     orb_buf_t src_buf;
     int offmode; /* 0: offsets 0; 1: offsets apart; 2: src OUTPUT in place (src_off == dst_off) */
-    int nranks, nch, nslots, sync, nops, stutter;
+    int nranks, nch, nslots, sync, nops, stutter, stream;
     size_t slot_bytes;
 } shape_t;
 
@@ -863,6 +865,7 @@ static void shape_run(const shape_t *sh, run_t *run, uint64_t seq)
     run->nch = sh->nch;
     run->nops = sh->nops;
     run->stutter = sh->stutter;
+    run->stream = sh->stream;
     run->dtype = sh->dtype;
     run->slot_bytes = sh->slot_bytes;
     run->nslots = sh->nslots;
@@ -882,11 +885,11 @@ static void shape_run(const shape_t *sh, run_t *run, uint64_t seq)
     if (nc == 1 && len[0] == 3 && c[0][0].rank == c[0][2].rank && (size_t)run->nslots * 2 < pieces(cnt, per))
         run->nslots = (int)((pieces(cnt, per) + 1) / 2);
     snprintf(run->name, sizeof run->name,
-             "%s %s %s%s count %zu src %s src_off %zu dst_off %zu, %d ranks, %d channels, %d slots of %zu bytes%s%s%s",
+             "%s %s %s%s count %zu src %s src_off %zu dst_off %zu, %d ranks, %d channels, %d slots of %zu bytes%s%s%s%s",
              kind_name(sh->kind), orb_dtype_name(sh->dtype), orb_op_name(sh->op), sh->postop ? " postop" : "", cnt,
              sh->src_buf == ORB_BUF_INPUT ? "input" : "output", src_off, dst_off, sh->nranks, sh->nch, run->nslots,
              sh->slot_bytes, sh->sync ? ", handshake" : "", sh->nops > 1 ? ", group of 2" : "",
-             sh->stutter ? ", pieces seen late" : "");
+             sh->stutter ? ", pieces seen late" : "", sh->stream ? ", streaming stores" : "");
     run_buffers(run, 2 * (size_t)sh->nch * cnt + 16);
     run_connect(run);
     for (int r = 0; r < run->nranks; r++) {
@@ -1237,6 +1240,9 @@ int main(int argc, char **argv)
                             sh.sync = (int)(idx / 108 % 2);
                             sh.nops = 1 + (int)(idx / 216 % 2);
                             sh.stutter = (int)(idx / 432 % 2);
+                            /* pieces written past the caches (slot_stores.h): each count
+                             * of each kind, dtype and op meets both ways */
+                            sh.stream = (int)((idx / 2 + idx / 8) % 2);
                             const size_t per = sh.slot_bytes / esize(sh.dtype);
                             const size_t counts[4] = {1, 7, 2 * per, 3 * per + 5};
                             sh.count = counts[ci];

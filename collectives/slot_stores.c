@@ -1,0 +1,47 @@
+/* The choice between ordinary and non-temporal stores into shared-memory slots
+ * (slot_stores.h). */
+#include "slot_stores.h"
+
+orb_slot_write_t orb_slot_stores_pick(orb_slot_stores_t *s, size_t bytes, int copy)
+{
+    if (s->mode == ORB_SLOT_STORES_STREAM)
+        return ORB_SLOT_WRITE_STREAM;
+    if (s->mode != ORB_SLOT_STORES_AUTO || s->floor_gbps <= 0 || bytes < ORB_SLOT_STORES_MIN_PIECE)
+        return ORB_SLOT_WRITE_CACHED;
+    if (copy && ++s->since >= (s->far ? ORB_SLOT_STORES_FAR_EVERY : ORB_SLOT_STORES_NEAR_EVERY)) {
+        s->since = 0;
+        return ORB_SLOT_WRITE_TIMED;
+    }
+    return s->far ? ORB_SLOT_WRITE_STREAM : ORB_SLOT_WRITE_CACHED;
+}
+
+double orb_slot_stores_median(const orb_slot_stores_t *s)
+{
+    float v[5];
+    const int n = s->n;
+    for (int i = 0; i < n; i++) { /* insertion sort of at most five */
+        float x = s->gbps[i];
+        int j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    if (n == 0)
+        return 0;
+    return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+int orb_slot_stores_sample(orb_slot_stores_t *s, double gbps)
+{
+    const int cap = (int)(sizeof s->gbps / sizeof s->gbps[0]);
+    s->gbps[s->next] = (float)gbps;
+    s->next = (uint8_t)((s->next + 1) % cap);
+    if (s->n < cap)
+        s->n++;
+    if (s->n < 3) /* one slow copy is a preemption, not a far core */
+        return 0;
+    const uint8_t far = orb_slot_stores_median(s) < (double)s->floor_gbps;
+    const int changed = far != s->far;
+    s->far = far;
+    return changed;
+}
