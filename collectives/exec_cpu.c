@@ -342,38 +342,55 @@ static void data_header(const orb_exec_env_t *env, orb_exec_op_t *o, int ch, orb
     }
 }
 
-/* dst = op(a, b) (and fwd, the next peer's slot) with dst written past the caches: the
- * result goes to the slot, or block by block to a buffer in L1, and is streamed from there
- * (the reduction kernels have no streaming stores of their own). dst may be a, exactly. */
-static void reduce_streamed(void *dst, void *fwd, const void *a, const void *b, size_t n, orb_dtype_t dt,
-                            orb_op_t op, int pd)
+/* dst = op(a, b) block by block through a buffer in L1, streamed from there to dst, and to
+ * dst2 as well where given (the reduction kernels have no streaming stores of their own).
+ * dst may be a, exactly. */
+static void reduce_blocks(void *dst, void *dst2, const void *a, const void *b, size_t n, orb_dtype_t dt, orb_op_t op,
+                          int pd)
 {
-    if (fwd) {
-        orb_kernel_reduce(fwd, NULL, a, b, n, dt, op, pd);
-        orb_kernel_copy_stream(dst, NULL, fwd, n, dt, 0);
-        return;
-    }
     _Alignas(64) unsigned char tmp[16384];
     const size_t esz = orb_dtype_bytes(dt), per = sizeof tmp / esz;
     for (size_t i = 0; i < n; i += per) {
         const size_t m = n - i < per ? n - i : per;
         orb_kernel_reduce(tmp, NULL, (const char *)a + i * esz, (const char *)b + i * esz, m, dt, op, pd);
         orb_kernel_copy_stream((char *)dst + i * esz, NULL, tmp, m, dt, 0);
+        if (dst2)
+            orb_kernel_copy_stream((char *)dst2 + i * esz, NULL, tmp, m, dt, 0);
     }
 }
 
-/* A piece into the slot fwd past the caches (slot_stores.h), and into dst as well when the
- * step writes its output, there with ordinary stores (the output is read next). */
-static void slot_streamed(void *dst, void *fwd, const void *src, const void *in, size_t n, const orb_exec_op_t *o,
-                          unsigned props, int pd)
+/* dst = op(a, b) (and fwd, the next peer's slot) with dst written past the caches: the
+ * result goes to the slot and is streamed from there, or goes block by block. */
+static void reduce_streamed(void *dst, void *fwd, const void *a, const void *b, size_t n, orb_dtype_t dt,
+                            orb_op_t op, int pd)
 {
-    if (!(props & ORB_STEP_REDUCES))
-        orb_kernel_copy_stream(fwd, dst, in ? in : src, n, o->dtype, pd);
+    if (fwd) {
+        orb_kernel_reduce(fwd, NULL, a, b, n, dt, op, pd);
+        orb_kernel_copy_stream(dst, NULL, fwd, n, dt, 0);
+    } else
+        reduce_blocks(dst, NULL, a, b, n, dt, op, pd);
+}
+
+/* A piece into the slot fwd past the caches (slot_stores.h), and into dst as well when the
+ * step writes its output: there with ordinary stores (the output is read next), or past the
+ * caches too where the call's output streams (out_stream). The slot first where both take a
+ * copy: dst may be the source, in place. */
+static void slot_streamed(void *dst, void *fwd, const void *src, const void *in, size_t n, const orb_exec_op_t *o,
+                          unsigned props, int pd, int out_stream)
+{
+    const void *from = in ? in : src;
+    if (!(props & ORB_STEP_REDUCES) && dst && out_stream) {
+        orb_kernel_copy_stream(fwd, NULL, from, n, o->dtype, pd);
+        orb_kernel_copy_stream(dst, NULL, from, n, o->dtype, pd);
+    } else if (!(props & ORB_STEP_REDUCES))
+        orb_kernel_copy_stream(fwd, dst, from, n, o->dtype, pd);
+    else if (dst && out_stream)
+        reduce_blocks(dst, fwd, src, in, n, o->dtype, o->op, pd);
     else if (dst) {
         orb_kernel_reduce(dst, NULL, src, in, n, o->dtype, o->op, pd);
         orb_kernel_copy_stream(fwd, NULL, dst, n, o->dtype, 0);
     } else
-        reduce_streamed(fwd, NULL, src, in, n, o->dtype, o->op, pd);
+        reduce_blocks(fwd, NULL, src, in, n, o->dtype, o->op, pd);
 }
 
 /* A timed ordinary copy of bytes into sc's slot took secs; says so when the verdict changes. */
@@ -389,6 +406,28 @@ static void slot_copy_timed(const orb_exec_env_t *env, orb_conn_t *sc, size_t by
     else
         ORB_INFO("rank %d: copies into rank %d's slots (channel %d) run at %.2f GB/s again: ordinary stores",
                  env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores));
+}
+
+/* A piece for sc's slot fwd (and for dst when the step writes its output), written with the
+ * stores slot_stores.h picks; out_stream: the call's output streams past the caches. Returns
+ * 0 where the caller is to write it with ordinary stores, as it always did. */
+static int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_op_t *o, unsigned props, void *dst,
+                      void *fwd, const void *src, const void *in, size_t n, int pd, int out_stream)
+{
+    const size_t bytes = n * orb_dtype_bytes(o->dtype);
+    switch (orb_slot_stores_pick(&sc->stores, bytes, !dst && !(props & ORB_STEP_REDUCES), sc->pos, sc->nslots)) {
+    case ORB_SLOT_WRITE_STREAM:
+        slot_streamed(dst, fwd, src, in, n, o, props, pd, out_stream);
+        return 1;
+    case ORB_SLOT_WRITE_TIMED: { /* a plain copy into the slot alone */
+        const double t0 = orb_now();
+        orb_kernel_copy(fwd, NULL, in ? in : src, n, o->dtype, pd);
+        slot_copy_timed(env, sc, bytes, orb_now() - t0);
+        return 1;
+    }
+    default:
+        return 0;
+    }
 }
 
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
@@ -501,21 +540,14 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 return cst;
             }
         }
-        /* a piece for the slot: which stores (slot_stores.h); only a plain copy into the slot
-         * alone is timed. Where the output streams past the caches too, the slot keeps
-         * ordinary stores (one pass, reduce_streamed, writes both). */
-        const orb_slot_write_t how = fwd && !remote && !direct && !(dst && stream)
-                                         ? orb_slot_stores_pick(&sc->stores, n * esz, !dst && !(props & ORB_STEP_REDUCES))
-                                         : ORB_SLOT_WRITE_CACHED;
-        const double c0 = how == ORB_SLOT_WRITE_TIMED ? orb_now() : 0;
         if (direct) {
             if (d2)
                 orb_kernel_copy(d2, NULL, dst, n, o->dtype, 0);
         } else if (remote) {
             /* nothing to write: the receiver reads src */
-        } else if (how == ORB_SLOT_WRITE_STREAM)
-            slot_streamed(dst, fwd, src, in, n, o, props, pd);
-        else if ((props & ORB_STEP_REDUCES) && stream)
+        } else if (fwd && slot_write(env, sc, o, props, dst, fwd, src, in, n, pd, stream)) {
+            /* written, with the stores slot_stores.h picked */
+        } else if ((props & ORB_STEP_REDUCES) && stream)
             reduce_streamed(dst, fwd, src, in, n, o->dtype, o->op, pd);
         else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, n, o->dtype, o->op, pd);
@@ -523,8 +555,6 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, in, n, o->dtype, pd);
         else if (d1 != src || pd > 1) /* a local copy onto itself moves nothing */
             (stream ? orb_kernel_copy_stream : orb_kernel_copy)(d1, d2, src, n, o->dtype, pd);
-        if (how == ORB_SLOT_WRITE_TIMED)
-            slot_copy_timed(env, sc, n * esz, orb_now() - c0);
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
@@ -562,7 +592,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
 /* The first pass of a run whose calls each have one lane of pieces that fit their slots (the
  * 8 B-4 KiB latency calls, a grouped send and recv): what one_pass and lane_progress do for
  * them, without what such calls never need (step tracing, pieces sent as addresses,
- * streaming stores, a piece in parts). The calls go in order, each as far as it can; the
+ * outputs streamed past the caches, a piece in parts). The calls go in order, each as far as it can; the
  * first that cannot finish hands the run to the general loop, which goes on from where
  * everything stands (as one_pass would have left it: an earlier call of the group is done
  * before a later one touches its connections). Returns 1 when the run is done (handshakes
@@ -603,7 +633,10 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
-        if (props & ORB_STEP_REDUCES)
+        if (sh && (bytes >= ORB_SLOT_STORES_MIN_PIECE || sc->stores.mode == ORB_SLOT_STORES_STREAM) &&
+            slot_write(env, sc, o, props, dst, fwd, src, in, s->count, pd, 0)) {
+            /* a large piece (or stores forced past the caches): slot_stores.h picked them */
+        } else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, s->count, o->dtype, o->op, pd);
         else if (in)
             orb_kernel_copy(d1, d2, in, s->count, o->dtype, pd);

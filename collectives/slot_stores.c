@@ -2,17 +2,31 @@
  * (slot_stores.h). */
 #include "slot_stores.h"
 
-orb_slot_write_t orb_slot_stores_pick(orb_slot_stores_t *s, size_t bytes, int copy)
+orb_slot_write_t orb_slot_stores_pick(orb_slot_stores_t *s, size_t bytes, int copy, uint64_t pos, uint32_t nslots)
 {
     if (s->mode == ORB_SLOT_STORES_STREAM)
         return ORB_SLOT_WRITE_STREAM;
     if (s->mode != ORB_SLOT_STORES_AUTO || s->floor_gbps <= 0 || bytes < ORB_SLOT_STORES_MIN_PIECE)
         return ORB_SLOT_WRITE_CACHED;
-    if (copy && ++s->since >= (s->far ? ORB_SLOT_STORES_FAR_EVERY : ORB_SLOT_STORES_NEAR_EVERY)) {
-        s->since = 0;
-        return ORB_SLOT_WRITE_TIMED;
+    if (!s->far) {
+        if (copy && ++s->since >= ORB_SLOT_STORES_NEAR_EVERY) {
+            s->since = 0;
+            return ORB_SLOT_WRITE_TIMED;
+        }
+        return ORB_SLOT_WRITE_CACHED;
     }
-    return s->far ? ORB_SLOT_WRITE_STREAM : ORB_SLOT_WRITE_CACHED;
+    if (s->probe && pos + 1 >= s->probe) { /* the lap's second copy: timed, if this is it */
+        const int due = pos + 1 == s->probe && copy;
+        s->probe = 0;
+        if (due)
+            return ORB_SLOT_WRITE_TIMED;
+    }
+    if (copy && !s->probe && ++s->since >= ORB_SLOT_STORES_FAR_EVERY) { /* the first, untimed */
+        s->since = 0;
+        s->probe = pos + nslots + 1;
+        return ORB_SLOT_WRITE_CACHED;
+    }
+    return ORB_SLOT_WRITE_STREAM;
 }
 
 double orb_slot_stores_median(const orb_slot_stores_t *s)
@@ -43,5 +57,9 @@ int orb_slot_stores_sample(orb_slot_stores_t *s, double gbps)
     const uint8_t far = orb_slot_stores_median(s) < (double)s->floor_gbps;
     const int changed = far != s->far;
     s->far = far;
+    if (changed) {
+        s->since = 0;
+        s->probe = 0;
+    }
     return changed;
 }

@@ -51,6 +51,7 @@ typedef struct {
     uint8_t far;       /* auto: streaming now */
     uint8_t n, next;   /* timed copies held in gbps[], and where the next one goes */
     uint32_t since;    /* pieces since the last timed one */
+    uint64_t probe;    /* streaming: FIFO position + 1 of the next timed copy (0: none due) */
     float gbps[5];     /* the last timed ordinary copies, GB/s */
 } orb_slot_stores_t;
 
