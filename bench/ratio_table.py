@@ -71,6 +71,17 @@ def bound_time_us(coll, size, n, bw):
     return None
 
 
+def cores(folders):
+    """The c2c round trips host_suite.sh left in the folders (cores.txt): 'lo-hi' ns, or '-'."""
+    ns = []
+    for d in folders:
+        try:
+            ns += [int(x) for x in re.findall(r"c2c_ns (\d+)", open(os.path.join(d, "cores.txt")).read())]
+        except OSError:
+            pass
+    return "-" if not ns else f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -90,7 +101,10 @@ def main():
     if bw:
         print(f"# memory bound from bench/membw on this machine: copy {bw[0]:.2f} GB/s, a+b->c {bw[1]:.2f} GB/s "
               "a thread with one per rank running; 'bound' = orbit busbw / bound busbw (goal >= 90% from 16 MiB)")
-    head = f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
+    print("# cores ns: bench/c2c's round trip between the two CPUs before and after the collective's runs "
+          "(tens of ns: they share a cache; several times that: they do not, and shared-memory figures move with it)")
+    head = (f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
+            + f"{'cores ns':>12}")
     print(head)
     bound_lines = []
     for coll in sorted(by_coll):
@@ -124,7 +138,7 @@ def main():
             if worst is None or ratio > worst:
                 worst, at = ratio, s
         small = f"{worst:>13.2f}x{label(at):>10}" if worst is not None else f"{'-':>14}{'':>10}"
-        print(f"{coll:<15}" + "".join(cells) + small)
+        print(f"{coll:<15}" + "".join(cells) + small + f"{cores(by_coll[coll]):>12}")
     if bound_lines:
         print("# against the memory bound:")
         print("\n".join(bound_lines))
