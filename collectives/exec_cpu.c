@@ -402,7 +402,8 @@ static void slot_copy_timed(const orb_exec_env_t *env, orb_conn_t *sc, size_t by
         ORB_INFO("rank %d: copies into rank %d's slots (channel %d) ran at %.2f GB/s, under a third of the %.2f GB/s "
                  "calibrated for the link: its core is far from this one; writing them past the caches until "
                  "the copies speed up (ORBIT_SLOT_STORES)",
-                 env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores), 3 * sc->stores.floor_gbps);
+                 env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores),
+                 ORB_SLOT_STORES_FLOOR_SHARE * sc->stores.floor_gbps);
     else
         ORB_INFO("rank %d: copies into rank %d's slots (channel %d) run at %.2f GB/s again: ordinary stores",
                  env->rank, sc->peer, sc->channel, orb_slot_stores_median(&sc->stores));
@@ -415,6 +416,8 @@ static int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_
                       void *fwd, const void *src, const void *in, size_t n, int pd, int out_stream)
 {
     const size_t bytes = n * orb_dtype_bytes(o->dtype);
+    if (bytes < ORB_SLOT_STORES_MIN_PIECE && sc->stores.mode != ORB_SLOT_STORES_STREAM)
+        return 0; /* every small piece, before a call: the latency calls' path */
     switch (orb_slot_stores_pick(&sc->stores, bytes, !dst && !(props & ORB_STEP_REDUCES), sc->pos, sc->nslots)) {
     case ORB_SLOT_WRITE_STREAM:
         slot_streamed(dst, fwd, src, in, n, o, props, pd, out_stream);
@@ -633,9 +636,8 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         const void *in = rh ? (const void *)(rh + 1) : NULL;
         void *fwd = sh ? (void *)(sh + 1) : NULL;
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
-        if (sh && (bytes >= ORB_SLOT_STORES_MIN_PIECE || sc->stores.mode == ORB_SLOT_STORES_STREAM) &&
-            slot_write(env, sc, o, props, dst, fwd, src, in, s->count, pd, 0)) {
-            /* a large piece (or stores forced past the caches): slot_stores.h picked them */
+        if (sh && slot_write(env, sc, o, props, dst, fwd, src, in, s->count, pd, 0)) {
+            /* written, with the stores slot_stores.h picked */
         } else if (props & ORB_STEP_REDUCES)
             orb_kernel_reduce(d1, d2, src, in, s->count, o->dtype, o->op, pd);
         else if (in)

@@ -2,6 +2,8 @@
  * (slot_stores.h). */
 #include "slot_stores.h"
 
+#include "core/median.h"
+
 orb_slot_write_t orb_slot_stores_pick(orb_slot_stores_t *s, size_t bytes, int copy, uint64_t pos, uint32_t nslots)
 {
     if (s->mode == ORB_SLOT_STORES_STREAM)
@@ -31,18 +33,10 @@ orb_slot_write_t orb_slot_stores_pick(orb_slot_stores_t *s, size_t bytes, int co
 
 double orb_slot_stores_median(const orb_slot_stores_t *s)
 {
-    float v[5];
-    const int n = s->n;
-    for (int i = 0; i < n; i++) { /* insertion sort of at most five */
-        float x = s->gbps[i];
-        int j = i;
-        for (; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-    if (n == 0)
-        return 0;
-    return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+    double v[sizeof s->gbps / sizeof s->gbps[0]];
+    for (int i = 0; i < s->n; i++)
+        v[i] = s->gbps[i];
+    return orb_median(v, s->n);
 }
 
 int orb_slot_stores_sample(orb_slot_stores_t *s, double gbps)

@@ -21,6 +21,7 @@
 #include "transport/transport.h"
 
 #define ORB_SLOT_STORES_MIN_PIECE ((size_t)32 << 10) /* smaller copies: ordinary, untimed */
+#define ORB_SLOT_STORES_FLOOR_SHARE 3                /* the floor: the calibrated link rate / this */
 #define ORB_SLOT_STORES_NEAR_EVERY 8                 /* a timed copy every N pieces while near */
 #define ORB_SLOT_STORES_FAR_EVERY 128                /* ... and while streaming */
 

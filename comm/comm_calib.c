@@ -39,6 +39,7 @@
 #include "comm/comm_impl.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/median.h"
 #include "core/param.h"
 #include "core/proc.h"
 #include "core/relax.h"
@@ -183,21 +184,6 @@ static void post(orb_conn_t *sc, orb_slot_hdr_t *h, int rank, uint32_t round, ui
     sc->ops->send_post(sc);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (reorders v); 0 when n is 0. */
-static double median(double *v, int n)
-{
-    if (n <= 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The median interval between consecutive times t[0..n) (overwrites t); 0 when there is none. */
 static double median_interval(double *t, int n)
 {
@@ -205,7 +191,7 @@ static double median_interval(double *t, int n)
         return 0;
     for (int i = 1; i < n; i++)
         t[i - 1] = t[i] - t[i - 1];
-    return median(t, n - 1);
+    return orb_median(t, n - 1);
 }
 
 /* single: the pieces of whole read with one copy each, as a receiver reads a single-copy
@@ -236,7 +222,7 @@ static double single_read(const char *whole, size_t bytes, int pieces)
             }
             t[p] = orb_now() - t0;
         }
-    const double m = median(t, pieces);
+    const double m = orb_median(t, pieces);
     free(to);
     free(t);
     return m > 0 ? (double)bytes / m / 1e9 : 0;

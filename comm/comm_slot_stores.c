@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collectives/slot_stores.h"
 #include "comm/comm_impl.h"
 #include "core/param.h"
 
@@ -25,7 +26,7 @@ orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t er
         snprintf(err, errlen, "ORBIT_SLOT_STORES=%s: not a way to write slots; use auto, cached or stream", want);
         return ORB_ERR_INVALID_ARG;
     }
-    const float floor = c->shm_measured_how ? (float)(c->shm_measured.beta_gbps / 3) : 0;
+    const float floor = c->shm_measured_how ? (float)(c->shm_measured.beta_gbps / ORB_SLOT_STORES_FLOOR_SHARE) : 0;
     for (int p = 0; p < c->nranks; p++) {
         if (p == c->rank || !orb_comm_peer_shm(c, p))
             continue;
