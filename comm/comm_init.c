@@ -270,6 +270,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     st = orb_comm_cma_setup(c, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "agreeing on single-copy reads");
+    orb_comm_stream_setup(c);
     st = orb_comm_slot_stores_setup(c, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "choosing how to write into shared-memory slots");
