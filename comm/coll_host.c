@@ -99,8 +99,8 @@ static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, 
 /* Which of call k's buffers pieces may leave as addresses, read in place until the call ends.
  *
  * Shared-memory peers read them themselves (single copy, cma.h): only for inputs from twice
- * the L2 cache's size (smaller, copies through a slot stay in the caches) up to where the
- * call's output streams (stream_from): larger, the slot path writes it past the caches,
+ * the L2 cache's size (smaller, copies through a slot stay in the caches) up to the
+ * last-level cache's: larger, the slot path writes the output past the caches (comm_cache.c),
  * and the sender's copy into the slot runs on its own core beside the receiver's, where a
  * single-copy read would put all of it on the receiver. Never for reductions: what arrives
  * is reduced, so a read into the slot would only move the sender's copy onto the receiver's
@@ -122,7 +122,7 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     orb_exec_op_t *op = &ops[k];
     const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k]->plan->in_count * esz;
     const orb_coll_t coll = p[k]->a.coll;
-    const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < stream_from(c, p[k]) && !orb_coll_reduces(coll) &&
+    const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < orb_comm_stream_bytes() && !orb_coll_reduces(coll) &&
                     coll != ORB_COLL_GATHER && coll != ORB_COLL_BARRIER;
     const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
                       (ib >= c->local_send_bytes || p[k]->plan->out_count * esz >= c->local_send_bytes);

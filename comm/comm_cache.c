@@ -6,8 +6,8 @@
  *   the host at once, and those leave the cache long before the output alone would: such
  *   calls stream from a quarter of each rank's share of the cache (2 ranks, Zen 4, 32 MiB L3:
  *   from 4 MiB; send/recv, all-to-all, all-gather, gather 1.1-2.1x faster at 4-16 MiB, broadcast and
- *   scatter even at 4 MiB and faster above), but never below twice the L2, where single-copy
- *   pieces start. In place or reducing, streaming lost at those sizes (the next call finds
+ *   scatter even at 4 MiB and faster above), but never below twice the L2. Single-copy pieces
+ *   (below) keep their window: where they go, the kernel writes the output. In place or reducing, streaming lost at those sizes (the next call finds
  *   what an ordinary store left in the cache: broadcast in place 8 MiB 0.73x, reduce 0.32x),
  *   so those keep the whole cache's size. It only changes how a rank writes its own memory,
  *   so ranks need not agree on it.
@@ -95,7 +95,7 @@ size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks)
     if (env > 0)
         return (size_t)env;
     const size_t share = llc / (4 * (size_t)(host_ranks > 0 ? host_ranks : 1));
-    const size_t floor = 2 * (l2 ? l2 : (size_t)256 << 10); /* where single-copy pieces start */
+    const size_t floor = 2 * (l2 ? l2 : (size_t)256 << 10); /* slots and output in a core's own caches */
     return share > floor ? share : floor < llc ? floor : llc;
 }
 
