@@ -2,21 +2,22 @@
  * - streaming stores (kernels/copy_stream.c): an output at least as large as the last-level
  *   cache has left the cache before anyone reads it, so an ordinary store's read of every
  *   line first is wasted memory bandwidth. A call that only copies into an output of its own
- *   (no reduction, not in place) touches its input, its output and the slots on every rank of
- *   the host at once, and those leave the cache long before the output alone would: such
- *   calls stream from a quarter of each rank's share of the cache (2 ranks, Zen 4, 32 MiB L3:
- *   from 4 MiB; send/recv, all-to-all, all-gather, gather 1.1-2.1x faster at 4-16 MiB, broadcast and
- *   scatter even at 4 MiB and faster above), but never below twice the L2. Single-copy pieces
- *   (below) keep their window: where they go, the kernel writes the output. In place or reducing, streaming lost at those sizes (the next call finds
- *   what an ordinary store left in the cache: broadcast in place 8 MiB 0.73x, reduce 0.32x),
- *   so those keep the whole cache's size. It only changes how a rank writes its own memory,
- *   so ranks need not agree on it.
+ *   (no reduction, not in place) has its input, its output and the slots of every rank on
+ *   the host in the cache at once, and loses it much sooner: such calls stream from a
+ *   quarter of each host rank's share of the cache, but not below twice the L2 (2 ranks on
+ *   the Zen 4 VM's 32 MiB L3: from 4 MiB, where all-gather, all-to-all, gather, scatter and
+ *   send/recv ran 1.4-2.0x faster at 16 MiB, all-to-all and send/recv 1.3x at 4 MiB,
+ *   docs/perf.md). In place or reducing, the next call finds what ordinary stores left in
+ *   the cache (broadcast in place at 8 MiB streamed: 0.73x; reduce in place 0.32x), so those
+ *   stream from the whole cache's size. It only changes how a rank writes its own memory, so
+ *   ranks need not agree on it.
  * - single-copy reads (transport/cma.h): up to about the L2 cache's size a copy through a
  *   slot, both ranks copying at once from the caches, beats a system call that pins the
  *   sender's pages and copies alone (2-rank calls of 512 KiB on a 512 KiB-L2 Zen 1: even or
  *   worse, send/recv 1.4x slower; from 1 MiB mostly 1.2-2.7x faster), so from twice the L2
- *   size up to the last-level cache's (coll_host.c says why not beyond). Only the sender
- *   decides, per call. */
+ *   size up to the last-level cache's (coll_host.c says why not beyond), whatever the
+ *   copies' streaming threshold: where pieces go single-copy, the kernel writes the output.
+ *   Only the sender decides, per call. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
