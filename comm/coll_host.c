@@ -27,7 +27,7 @@ static size_t scratch_need(const orb_prepared_t *p)
 }
 
 /* From which output size the call writes past the caches (comm_cache.c): sooner when it only
- * copies into an output of its own. */
+ * copies, or all-reduces, into an output of its own. */
 static size_t stream_from(const struct orb_comm *c, const orb_prepared_t *p)
 {
     const size_t esz = orb_dtype_bytes(p->a.dtype);

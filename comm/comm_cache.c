@@ -1,15 +1,16 @@
 /* The thresholds that follow from this machine's caches (each overridable by its setting):
  * - streaming stores (kernels/copy_stream.c): an output at least as large as the last-level
  *   cache has left the cache before anyone reads it, so an ordinary store's read of every
- *   line first is wasted memory bandwidth. A call that only copies into an output of its own
- *   (no reduction, not in place) has its input, its output and the slots of every rank on
- *   the host in the cache at once, and loses it much sooner: such calls stream from a
- *   quarter of each host rank's share of the cache, but not below twice the L2 (2 ranks on
+ *   line first is wasted memory bandwidth. A call that copies into an output of its own
+ *   (not in place), or all-reduces into one, has its input, its output and the slots of every
+ *   rank on the host in the cache at once, and loses it much sooner: such calls stream from
+ *   a quarter of each host rank's share of the cache, but not below twice the L2 (2 ranks on
  *   the Zen 4 VM's 32 MiB L3: from 4 MiB, where all-gather, all-to-all, gather, scatter and
- *   send/recv ran 1.4-2.0x faster at 16 MiB, all-to-all and send/recv 1.3x at 4 MiB,
- *   docs/perf.md). In place or reducing, the next call finds what ordinary stores left in
- *   the cache (broadcast in place at 8 MiB streamed: 0.73x; reduce in place 0.32x), so those
- *   stream from the whole cache's size. It only changes how a rank writes its own memory, so
+ *   send/recv ran 1.4-2.0x faster at 16 MiB, all-to-all and send/recv 1.3x at 4 MiB, all-reduce
+ *   1.5x at 8 MiB, docs/perf.md). In place, the next call finds what ordinary stores left in
+ *   the cache (broadcast in place at 8 MiB streamed: 0.73x; reduce in place 0.32x), and reduce
+ *   and reduce-scatter, whose ranks write a share of the output, lost or gained nothing out of
+ *   place (reduce 8 MiB 0.88x), so those stream from the whole cache's size. It only changes how a rank writes its own memory, so
  *   ranks need not agree on it.
  * - single-copy reads (transport/cma.h): up to about the L2 cache's size a copy through a
  *   slot, both ranks copying at once from the caches, beats a system call that pins the
@@ -102,7 +103,8 @@ size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks)
 
 int orb_stream_copy_call(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes)
 {
-    if (orb_coll_reduces(coll) || coll == ORB_COLL_BARRIER || !out || !out_bytes || in == out)
+    if ((orb_coll_reduces(coll) && coll != ORB_COLL_ALLREDUCE) || coll == ORB_COLL_BARRIER || !out || !out_bytes ||
+        in == out)
         return 0;
     const char *a = in, *b = out;
     return !(a && in_bytes && a < b + out_bytes && b < a + in_bytes);
@@ -116,7 +118,7 @@ void orb_comm_stream_setup(struct orb_comm *c)
     c->stream_copy_bytes =
         orb_stream_copy_bytes(orb_param_num(ORB_PARAM_STREAM_BYTES), cache_bytes(0), cache_bytes(2), host_ranks);
     if (c->stream_copy_bytes != SIZE_MAX && orb_param_num(ORB_PARAM_STREAM_BYTES) == 0)
-        ORB_INFO("rank %d: copies into an output of their own bypass the caches from %zu bytes (a quarter of "
+        ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes (a quarter of "
                  "the last-level cache's share of %d rank%s on this host, at least twice the L2)",
                  c->rank, c->stream_copy_bytes, host_ranks, host_ranks > 1 ? "s" : "");
 }

@@ -49,7 +49,7 @@ struct orb_comm {
     uint32_t nslots;
     size_t slot_bytes;
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
-    size_t stream_copy_bytes; /* copies into an output of their own bypass the caches from this size
+    size_t stream_copy_bytes; /* copies (and all-reduces) into an output of their own bypass the caches from this size
                                * (orb_stream_copy_bytes); the others from orb_comm_stream_bytes() */
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
                               * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
@@ -162,8 +162,8 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
 orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t errlen);
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
-/* Output bytes from which a call that only copies into an output of its own (no reduction, not
- * in place: orb_stream_copy_call) bypasses the caches: ORBIT_STREAM_BYTES when set (> 0), else a
+/* Output bytes from which a call that copies, or all-reduces, into an output of its own (not in
+ * place, not reduce or reduce-scatter: orb_stream_copy_call) bypasses the caches: ORBIT_STREAM_BYTES when set (> 0), else a
  * quarter of the last-level cache's share of host_ranks ranks but at least twice the L2 (and at
  * most the whole cache); SIZE_MAX: never (comm_cache.c). */
 size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks);

@@ -1,5 +1,5 @@
 /* From which output size a call writes past the caches (comm/comm_cache.c): the size a call
- * that only copies into an output of its own streams from, and which calls those are. Pure
+ * that copies, or all-reduces, into an output of its own streams from, and which calls those are. Pure
  * functions, checked against figures worked out by hand from the rule in comm_impl.h (a
  * quarter of each host rank's share of the last-level cache, at least twice the L2, at most
  * the whole cache; ORBIT_STREAM_BYTES > 0 sets it, -1 never), so a changed rule fails here.
@@ -66,7 +66,9 @@ int main(void)
     call_case("output before input, one byte in common", ORB_COLL_SCATTER, a + 1023, 512, a, 1024, 0);
     call_case("gather, a non-root (no output)", ORB_COLL_GATHER, a, 512, NULL, 0, 0);
     call_case("an output of no bytes", ORB_COLL_RECV, a, 0, b, 0, 0);
-    call_case("all-reduce, two buffers", ORB_COLL_ALLREDUCE, a, 1024, b, 1024, 0);
+    call_case("all-reduce, two buffers", ORB_COLL_ALLREDUCE, a, 1024, b, 1024, 1);
+    call_case("all-reduce in place", ORB_COLL_ALLREDUCE, a, 1024, a, 1024, 0);
+    call_case("all-reduce, output inside the input", ORB_COLL_ALLREDUCE, a, 2048, a + 512, 1024, 0);
     call_case("reduce, two buffers", ORB_COLL_REDUCE, a, 1024, b, 1024, 0);
     call_case("reduce-scatter, two buffers", ORB_COLL_REDUCE_SCATTER, a, 1024, b, 512, 0);
     call_case("barrier", ORB_COLL_BARRIER, a, 1, b, 1, 0);
