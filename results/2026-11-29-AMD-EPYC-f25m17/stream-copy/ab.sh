@@ -3,6 +3,8 @@
 # their own stream from LLC / (4 x host ranks), 4 MiB here) against ORBIT_STREAM_BYTES=LLC (every
 # call from the whole cache's size: the code before). Same binary, alternating, each run
 # bracketed by bench/c2c (near or far cores). Usage: ab.sh BUILD REPS OUTFILE [COLL...]
+# Lines: collective, new/old, round, c2c ns before, bytes, then time (us) and algbw (GB/s) out of
+# place and in place; after each run "# COLL CFG run R c2c before NS after NS".
 set -euo pipefail
 build=$1; reps=$2; out=$3; shift 3
 colls=${*:-sendrecv alltoall allgather gather scatter broadcast allreduce reduce reduce_scatter}

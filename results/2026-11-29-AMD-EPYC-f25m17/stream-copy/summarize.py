@@ -1,4 +1,4 @@
-"""Medians of ab.sh's output: per collective and size, new/old busbw out-of-place and in-place,
+"""Medians of ab.sh's output: per collective and size, new/old algbw out-of-place and in-place,
 over the runs whose c2c brackets both say near (< 150 ns; with --far: both far, >= 250 ns),
 and the count of such runs. Usage: summarize.py AB_OUTPUT [--far]"""
 import collections, statistics, sys
