@@ -24,6 +24,7 @@ import torch.distributed as dist  # noqa: E402
 
 ITERS_MAX, WARMUP_MAX = 50, 20  # the same budgets as bench/options.c
 ITER_BUDGET, WARMUP_BUDGET = 1 << 30, 256 << 20
+ITERS_SMALL_MAX, ITER_SMALL_BUDGET = 1000, 50 << 16  # small calls: up to 1000 below 64 KiB
 
 
 def parse_size(text):
@@ -64,7 +65,7 @@ def main():
     size = lo
     while size <= hi:
         count = size // 4
-        iters = a.iters or max(2, min(ITERS_MAX, ITER_BUDGET // size))
+        iters = a.iters or max(2, min(ITERS_MAX, ITER_BUDGET // size), min(ITERS_SMALL_MAX, ITER_SMALL_BUDGET // size))
         warmup = a.warmup if a.warmup >= 0 else max(1, min(WARMUP_MAX, WARMUP_BUDGET // size))
         inp = src[:count]
         inp.copy_(torch.arange(count, dtype=torch.float32) % 1024 + rank)

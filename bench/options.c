@@ -15,6 +15,12 @@
  * took 169 us a call after 5 untimed ones, 53 us after 20 (medians; docs/perf.md, 2026-11-29). */
 #define WARMUP_MAX 20
 #define ITER_BUDGET_BYTES ((size_t)1 << 30)
+/* Small calls take a fraction of a microsecond: 50 of them time a few microseconds, where the
+ * ranks' skew leaving the barrier, or one timer tick, weighs on the figure (Open MPI's 8-byte
+ * broadcast: median 0.16 us over 50 calls, 0.125 over 1000, 6 alternating runs; docs/bench.md).
+ * Below 64 KiB a size gets up to 1000 calls, as many as 50 calls of 64 KiB carry. */
+#define ITERS_SMALL_MAX 1000
+#define ITER_SMALL_BUDGET_BYTES ((size_t)50 << 16)
 #define WARMUP_BUDGET_BYTES ((size_t)256 << 20)
 
 static void usage(FILE *f, const bench_coll_t *coll, const char *prog)
@@ -29,7 +35,7 @@ static void usage(FILE *f, const bench_coll_t *coll, const char *prog)
             "                        float32 float64 (or float, half, double, bf16, int) [float32]\n"
             "  --op OP               sum prod min max avg                     [sum]\n"
             "  --root R              root rank of broadcast, reduce, gather   [0]\n"
-            "  --iters N             timed calls per size    [50, fewer above 16M]\n"
+            "  --iters N             timed calls per size    [50; up to 1000 under 64K, fewer above 16M]\n"
             "  --warmup N            untimed calls per size  [20, fewer above 12M]\n"
             "  --check               verify results with an exact pattern; counts #wrong\n"
             "  --inplace             run only the in-place variant\n"
@@ -252,8 +258,11 @@ int bench_opts_iters(const bench_opts_t *o, size_t bytes)
 {
     if (o->iters > 0)
         return o->iters;
-    size_t n = ITER_BUDGET_BYTES / bytes;
-    return n < 2 ? 2 : n > ITERS_MAX ? ITERS_MAX : (int)n;
+    size_t n = ITER_BUDGET_BYTES / bytes, small = ITER_SMALL_BUDGET_BYTES / bytes;
+    n = n > ITERS_MAX ? ITERS_MAX : n;
+    small = small > ITERS_SMALL_MAX ? ITERS_SMALL_MAX : small;
+    n = small > n ? small : n;
+    return n < 2 ? 2 : (int)n;
 }
 
 int bench_opts_warmup(const bench_opts_t *o, size_t bytes)
