@@ -163,7 +163,8 @@ orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t er
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
 /* Output bytes from which a call that copies, or all-reduces, into an output of its own (not in
- * place, not reduce or reduce-scatter: orb_stream_copy_call) bypasses the caches: ORBIT_STREAM_BYTES when set (> 0), else a
+ * place but all-gather and gather; not reduce or reduce-scatter: orb_stream_copy_call) bypasses
+ * the caches: ORBIT_STREAM_BYTES when set (> 0), else a
  * quarter of the last-level cache's share of host_ranks ranks but at least twice the L2 (and at
  * most the whole cache); SIZE_MAX: never (comm_cache.c). */
 size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks);

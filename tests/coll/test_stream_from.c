@@ -60,7 +60,11 @@ int main(void)
     call_case("broadcast, a non-root in place (no input counted)", ORB_COLL_BROADCAST, a, 0, a, 1024, 0);
     call_case("broadcast, a non-root without an input buffer", ORB_COLL_BROADCAST, NULL, 0, b, 1024, 1);
     call_case("all-gather, two buffers", ORB_COLL_ALLGATHER, a, 512, b, 1024, 1);
-    call_case("all-gather in place (input inside the output)", ORB_COLL_ALLGATHER, b + 512, 512, b, 1024, 0);
+    call_case("all-gather in place (input inside the output)", ORB_COLL_ALLGATHER, b + 512, 512, b, 1024, 1);
+    call_case("all-gather in place, rank 0 (input at the output's start)", ORB_COLL_ALLGATHER, b, 512, b, 1024, 1);
+    call_case("gather in place, the root", ORB_COLL_GATHER, b + 256, 256, b, 1024, 1);
+    call_case("all-to-all in place", ORB_COLL_ALLTOALL, a, 1024, a, 1024, 0);
+    call_case("scatter in place, the root", ORB_COLL_SCATTER, a, 1024, a + 256, 256, 0);
     call_case("buffers that touch but do not overlap", ORB_COLL_SEND, a, 1024, a + 1024, 1024, 1);
     call_case("one byte in common", ORB_COLL_ALLTOALL, a, 1025, a + 1024, 1024, 0);
     call_case("output before input, one byte in common", ORB_COLL_SCATTER, a + 1023, 512, a, 1024, 0);
