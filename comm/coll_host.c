@@ -26,8 +26,8 @@ static size_t scratch_need(const orb_prepared_t *p)
     return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_bytes(p->a.dtype));
 }
 
-/* From which output size the call writes past the caches (comm_cache.c): sooner when it only
- * copies, or all-reduces, into an output of its own. */
+/* From which output size the call writes past the caches (comm_cache.c): sooner when it writes
+ * an output of its own that it never reads (orb_stream_copy_call). */
 static size_t stream_from(const struct orb_comm *c, const orb_prepared_t *p)
 {
     const size_t esz = orb_dtype_bytes(p->a.dtype);

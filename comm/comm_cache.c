@@ -10,10 +10,10 @@
  *   1.5x at 8 MiB, docs/perf.md). All-gather and gather in place as well (1.2-2.0x at 8-16
  *   MiB): what they write, the other ranks' blocks, they never read. Other calls in place read
  *   what they write, or find it in the cache at the next call (all-to-all in place at 8 MiB
- *   streamed: 0.44x; broadcast 0.73-1.14x; reduce 0.32x), and reduce
- *   and reduce-scatter, whose ranks write a share of the output, lost or gained nothing out of
- *   place (reduce 8 MiB 0.88x), so those stream from the whole cache's size. It only changes how a rank writes its own memory, so
- *   ranks need not agree on it.
+ *   streamed: 0.44x; broadcast 0.73-1.14x; reduce 0.32x), and reduce and reduce-scatter, whose
+ *   ranks write a share of the output, lost or gained nothing out of place (reduce 8 MiB
+ *   0.88x): those stream from the whole cache's size. It only changes how a rank writes its
+ *   own memory, so ranks need not agree on it.
  * - single-copy reads (transport/cma.h): up to about the L2 cache's size a copy through a
  *   slot, both ranks copying at once from the caches, beats a system call that pins the
  *   sender's pages and copies alone (2-rank calls of 512 KiB on a 512 KiB-L2 Zen 1: even or
@@ -123,8 +123,8 @@ void orb_comm_stream_setup(struct orb_comm *c)
     c->stream_copy_bytes =
         orb_stream_copy_bytes(orb_param_num(ORB_PARAM_STREAM_BYTES), cache_bytes(0), cache_bytes(2), host_ranks);
     if (c->stream_copy_bytes != SIZE_MAX && orb_param_num(ORB_PARAM_STREAM_BYTES) == 0)
-        ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes (a quarter of "
-                 "the last-level cache's share of %d rank%s on this host, at least twice the L2)",
+        ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes "
+                 "(a quarter of the last-level cache's share of %d rank%s on this host, at least twice the L2)",
                  c->rank, c->stream_copy_bytes, host_ranks, host_ranks > 1 ? "s" : "");
 }
 

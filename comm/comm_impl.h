@@ -49,8 +49,8 @@ struct orb_comm {
     uint32_t nslots;
     size_t slot_bytes;
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
-    size_t stream_copy_bytes; /* copies (and all-reduces) into an output of their own bypass the caches from this size
-                               * (orb_stream_copy_bytes); the others from orb_comm_stream_bytes() */
+    size_t stream_copy_bytes; /* outputs of the calls orb_stream_copy_call names bypass the caches
+                               * from this size (orb_stream_copy_bytes); others from orb_comm_stream_bytes() */
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
                               * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
     double timeout_s;
@@ -162,12 +162,13 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
 orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t errlen);
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
-/* Output bytes from which a call that copies, or all-reduces, into an output of its own (not in
- * place but all-gather and gather; not reduce or reduce-scatter: orb_stream_copy_call) bypasses
- * the caches: ORBIT_STREAM_BYTES when set (> 0), else a
- * quarter of the last-level cache's share of host_ranks ranks but at least twice the L2 (and at
- * most the whole cache); SIZE_MAX: never (comm_cache.c). */
+/* Output bytes from which a call that orb_stream_copy_call names bypasses the caches:
+ * ORBIT_STREAM_BYTES when set (> 0), else a quarter of the last-level cache's share of
+ * host_ranks ranks, at least twice the L2 and at most the whole cache; SIZE_MAX: never. */
 size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks);
+/* Does a call write an output of its own that it never reads (comm_cache.c)? Copies with input
+ * and output apart, the all-reduce likewise, all-gather and gather in place too; not reduce,
+ * reduce-scatter, the barrier, nor other calls in place. */
 int orb_stream_copy_call(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes);
 /* c->stream_copy_bytes for this rank's host, logged at INFO (comm_cache.c). */
 void orb_comm_stream_setup(struct orb_comm *c);
