@@ -3,16 +3,22 @@
 # MPI (--backend mpi, under mpirun), alternating so that a noisy machine hurts both alike,
 # and prints the median time and busbw of each per size with the ratio custom/mpi.
 # Builds nothing: point it at a build dir that has the benches and the launcher.
+# Each run is bracketed by bench/c2c (a cache line's round trip between the first two CPUs):
+# a VM's vCPUs can sit on cores that share a cache or on cores that do not and move between
+# the two within seconds, and shared-memory figures move with them; -N keeps only the runs
+# whose brackets both say near.
 set -euo pipefail
 
 usage() {
     cat <<USAGE
-usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] BUILD_DIR COLLECTIVE [bench flags...]
+usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] [-N NS] BUILD_DIR COLLECTIVE [bench flags...]
   COLLECTIVE   allreduce broadcast reduce gather allgather reduce_scatter sendrecv
                alltoall scatter
   -n NRANKS    ranks per run                         [2]
   -r REPS      runs per backend, alternating         [5]
   -o OUTDIR    keep each run's table and JSON here   [a temporary dir, removed]
+  -N NS        medians over the runs whose bench/c2c brackets are both under NS ns only
+               (the others are listed, not counted)  [every run counts]
   bench flags  passed to both runs (--size, --dtype, --op, --check, ...), not --backend/--json
 Environment: ORBITRUN (default BUILD_DIR/launcher/orbitrun), MPIRUN (default mpirun).
 USAGE
@@ -21,11 +27,13 @@ USAGE
 nranks=2
 reps=5
 outdir=""
-while getopts "n:r:o:h" opt; do
+near_ns=0
+while getopts "n:r:o:N:h" opt; do
     case $opt in
     n) nranks=$OPTARG ;;
     r) reps=$OPTARG ;;
     o) outdir=$OPTARG ;;
+    N) near_ns=$OPTARG ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -45,7 +53,7 @@ for a in "$@"; do
     --backend* | --json*) echo "$0: $a: set by this script, leave it out" >&2; exit 2 ;;
     esac
 done
-case $nranks$reps in *[!0-9]*) echo "$0: -n and -r take positive integers" >&2; exit 2 ;; esac
+case $nranks$reps$near_ns in *[!0-9]*) echo "$0: -n, -r and -N take positive integers" >&2; exit 2 ;; esac
 
 bench=$build/bench/${coll}_bench
 orbitrun=${ORBITRUN:-$build/launcher/orbitrun}
@@ -59,14 +67,23 @@ if [ -z "$outdir" ]; then
     trap 'rm -rf "$outdir"' EXIT
 fi
 mkdir -p "$outdir"
-rm -f "$outdir"/custom.*.json "$outdir"/mpi.*.json # a kept dir's last run must not count
+rm -f "$outdir"/custom.*.json "$outdir"/mpi.*.json "$outdir"/runs-cores.txt # a kept dir's last run must not count
 
 # Under root in a container, Open MPI needs to be told twice that it is fine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
+# bench/c2c's round trip in ns, or - where it cannot tell (one CPU: exit 77; not built)
+cores() {
+    local out
+    out=$("$build/bench/c2c" 2>/dev/null | tail -n 1) || { echo -; return; }
+    set -- $out
+    [ "${1:-}" = c2c_ns ] && echo "$2" || echo -
+}
+
 run() { # backend rep
-    local log=$outdir/$1.$2.log json=$outdir/$1.$2.json
+    local log=$outdir/$1.$2.log json=$outdir/$1.$2.json before
     echo "compare: $coll rep $2/$reps: $1" >&2
+    before=$(cores)
     if [ "$1" = custom ]; then
         "$orbitrun" -n "$nranks" "$bench" --backend custom --json "$json" "${flags[@]}" >"$log" 2>&1 ||
             { tail -n 20 "$log" >&2; echo "$0: the custom run failed, log in $log" >&2; exit 1; }
@@ -75,6 +92,7 @@ run() { # backend rep
             >"$log" 2>&1 ||
             { tail -n 20 "$log" >&2; echo "$0: the mpi run failed, log in $log" >&2; exit 1; }
     fi
+    echo "$1 $2 $before $(cores)" >>"$outdir/runs-cores.txt"
 }
 
 for ((i = 1; i <= reps; i++)); do
@@ -85,14 +103,30 @@ for ((i = 1; i <= reps; i++)); do
     done
 done
 
-python3 - "$outdir" "$coll" "$nranks" "$reps" <<'PY'
+python3 - "$outdir" "$coll" "$nranks" "$reps" "$near_ns" <<'PY'
 import glob, json, os, statistics, sys
 
-outdir, coll, nranks, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+outdir, coll, nranks, reps, near_ns = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+brackets = {}  # (backend, rep) -> (before, after) ns, None where bench/c2c could not tell
+cores_path = os.path.join(outdir, "runs-cores.txt")
+if os.path.exists(cores_path):
+    with open(cores_path) as f:
+        for line in f:
+            b, r, before, after = line.split()
+            brackets[(b, r)] = tuple(None if v == "-" else int(v) for v in (before, after))
+
+def near(backend, rep):
+    br = brackets.get((backend, rep))
+    return br is not None and None not in br and max(br) < near_ns
+
 rows = {}  # (inplace, size) -> backend -> list of (time_us, busbw)
 wrong = {}
+counted = {}  # backend -> runs whose figures count
 for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
-    backend = os.path.basename(path).split(".")[0]
+    backend, rep = os.path.basename(path).split(".")[:2]
+    if near_ns and not near(backend, rep):
+        continue
+    counted[backend] = counted.get(backend, 0) + 1
     with open(path) as f:
         for line in f:
             r = json.loads(line)
@@ -111,8 +145,9 @@ for inplace in (False, True):
     sizes = sorted(s for (ip, s) in rows if ip == inplace)
     if not sizes:
         continue
-    print(f"# {coll}  nranks {nranks}  median of {reps} runs per backend  "
-          f"{'in-place' if inplace else 'out-of-place'}")
+    runs = (f"median of the runs with both brackets under {near_ns} ns (custom {counted.get('custom', 0)}, "
+            f"mpi {counted.get('mpi', 0)} of {reps})" if near_ns else f"median of {reps} runs per backend")
+    print(f"# {coll}  nranks {nranks}  {runs}  {'in-place' if inplace else 'out-of-place'}")
     print(f"# {'size':>10}  {'custom':>24}  {'mpi':>24}  {'custom/mpi':>10}")
     print(f"# {'(B)':>10}  {'time(us)':>12}{'busbw(GB/s)':>12}  {'time(us)':>12}"
           f"{'busbw(GB/s)':>12}  {'(time)':>10}")
@@ -132,6 +167,15 @@ for inplace in (False, True):
         print(line)
     print("#")
 print("# custom/mpi (time) below 1: orbit is faster")
+if brackets:
+    for name in ("custom", "mpi"):
+        runs = sorted((int(r), br) for (b, r), br in brackets.items() if b == name)
+        shown = " ".join("-".join("?" if v is None else str(v) for v in br) for _, br in runs)
+        print(f"# cores ns (bench/c2c before-after each run) {name}: {shown}")
+if near_ns:
+    for name in ("custom", "mpi"):
+        if not counted.get(name):
+            print(f"# {name}: no run had both brackets under {near_ns} ns; its cells are N/A")
 for name, n in sorted(wrong.items()):
     print(f"# {name}: {n} wrong elements in --check")
 sys.exit(1 if wrong else 0)

@@ -72,11 +72,16 @@ def bound_time_us(coll, size, n, bw):
 
 
 def cores(folders):
-    """The c2c round trips host_suite.sh left in the folders (cores.txt): 'lo-hi' ns, or '-'."""
+    """The c2c round trips host_suite.sh left in the folders (cores.txt, around the collective)
+    and compare.sh (runs-cores.txt, around each run): 'lo-hi' ns, or '-'."""
     ns = []
     for d in folders:
         try:
             ns += [int(x) for x in re.findall(r"c2c_ns (\d+)", open(os.path.join(d, "cores.txt")).read())]
+        except OSError:
+            pass
+        try:
+            ns += [int(x) for line in open(os.path.join(d, "runs-cores.txt")) for x in line.split()[2:4] if x.isdigit()]
         except OSError:
             pass
     return "-" if not ns else f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}-{max(ns)}"
@@ -101,7 +106,7 @@ def main():
     if bw:
         print(f"# memory bound from bench/membw on this machine: copy {bw[0]:.2f} GB/s, a+b->c {bw[1]:.2f} GB/s "
               "a thread with one per rank running; 'bound' = orbit busbw / bound busbw (goal >= 90% from 16 MiB)")
-    print("# cores ns: bench/c2c's round trip between the two CPUs before and after the collective's runs "
+    print("# cores ns: bench/c2c's round trip between the two CPUs before and after the collective's runs, and each run "
           "(tens of ns: they share a cache; several times that: they do not, and shared-memory figures move with it)")
     head = (f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
             + f"{'cores ns':>12}")
