@@ -35,32 +35,22 @@ echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/b
   grep -m1 -o 'tuner links inside this host.*' || echo 'tuner links: not measured (see ORBIT_CALIBRATE)')"
 # How far apart the two CPUs are (bench/c2c.c): a VM's vCPUs can move between sharing a cache
 # (tens of ns) and not (several times that) within seconds, and shared-memory figures move
-# with them; printed around every collective, so each table says which case it met.
-# place [DIR]: prints it, and adds it to DIR/cores.txt, which bench/ratio_table.py shows.
-place() {
-  local line
-  line=$("$build/bench/c2c" 2>&1 | head -1)
-  echo "# cores: $line (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
-  if [ -n "${1:-}" ]; then mkdir -p "$1" && echo "$line" >>"$1/cores.txt"; fi
-}
-place
+# with them. Printed here; compare.sh brackets each of its runs the same way (listed under its
+# tables and kept in runs-cores.txt, which bench/ratio_table.py shows).
+echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
 sections=" ${SECTIONS:-1 2 2b 3 4 5 6 7 8} "
 want() { [[ $sections == *" $1 "* ]]; }
 
 if want 1; then
 echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
-place "$out/1-allreduce"
 bash bench/compare.sh -n 2 -r "$reps" -o "$out/1-allreduce" "$build" allreduce --size 8:256M --factor 4 --check
-place "$out/1-allreduce"
 fi
 
 if want 2; then
 echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
-  place "$out/2-$c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 256K:64M --factor 4
-  place "$out/2-$c"
 done
 fi
 
@@ -69,9 +59,7 @@ echo; echo "## 2b. every collective, 2 ranks, float32, 8 B .. 4 KiB, 20000 calls
 # the bench's default of 50 calls leaves a small size's median at the mercy of one slow spell
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
-  place "$out/2b-$c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2b-$c" "$build" "$c" --size 8:4K --factor 8 --iters 20000 --warmup 1000
-  place "$out/2b-$c"
 done
 fi
 

@@ -72,8 +72,9 @@ def bound_time_us(coll, size, n, bw):
 
 
 def cores(folders):
-    """The c2c round trips host_suite.sh left in the folders (cores.txt, around the collective)
-    and compare.sh (runs-cores.txt, around each run): 'lo-hi' ns, or '-'."""
+    """The c2c round trips compare.sh left in the folders (runs-cores.txt, around each run; folders
+    from before 2026-11-29 15:50 have host_suite.sh's cores.txt, around the collective): 'lo-hi'
+    ns, or '-'."""
     ns = []
     for d in folders:
         try:

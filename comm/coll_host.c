@@ -26,14 +26,15 @@ static size_t scratch_need(const orb_prepared_t *p)
     return out_need(p) + aligned(p->plan->scratch_count * orb_dtype_bytes(p->a.dtype));
 }
 
-/* From which output size the call writes past the caches (comm_cache.c): sooner when it writes
- * an output of its own that it never reads (orb_stream_copy_call). */
-static size_t stream_from(const struct orb_comm *c, const orb_prepared_t *p)
+/* Does the call write its output past the caches (comm_cache.c)? From the whole cache's size,
+ * or sooner (c->stream_copy_bytes, never above it) when it writes an output of its own that it
+ * never reads (orb_stream_copy_call): a small call, every latency call, is told by one compare. */
+static int stream_out(const struct orb_comm *c, const orb_prepared_t *p)
 {
-    const size_t esz = orb_dtype_bytes(p->a.dtype);
-    return orb_stream_copy_call(p->a.coll, p->in, p->plan->in_count * esz, p->out, p->plan->out_count * esz)
-               ? c->stream_copy_bytes
-               : orb_comm_stream_bytes();
+    const size_t esz = orb_dtype_bytes(p->a.dtype), ob = p->plan->out_count * esz;
+    return ob >= c->stream_copy_bytes &&
+           (ob >= orb_comm_stream_bytes() ||
+            orb_stream_copy_call(p->a.coll, p->in, p->plan->in_count * esz, p->out, ob));
 }
 
 /* Field by field, not zeroed whole: an operation is some 450 bytes, most of them per-lane
@@ -51,7 +52,7 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->sync_next = p->sync_next;
     op->sync_prev = p->sync_prev;
     op->trace_id = p->trace_id;
-    op->stream_out = p->plan->out_count * orb_dtype_bytes(p->a.dtype) >= stream_from(c, p);
+    op->stream_out = stream_out(c, p);
     op->addr_in = op->addr_out = 0;
     op->guard_writes = 0;
     op->sync_defer = orb_coll_rooted(p->a.coll);

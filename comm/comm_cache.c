@@ -120,9 +120,12 @@ void orb_comm_stream_setup(struct orb_comm *c)
     int host_ranks = 0;
     for (int r = 0; r < c->nranks; r++)
         host_ranks += c->host_of[r] == c->host_of[c->rank];
-    c->stream_copy_bytes =
-        orb_stream_copy_bytes(orb_param_num(ORB_PARAM_STREAM_BYTES), cache_bytes(0), cache_bytes(2), host_ranks);
-    if (c->stream_copy_bytes != SIZE_MAX && orb_param_num(ORB_PARAM_STREAM_BYTES) == 0)
+    const double env = orb_param_num(ORB_PARAM_STREAM_BYTES);
+    const size_t whole = orb_comm_stream_bytes();
+    c->stream_copy_bytes = orb_stream_copy_bytes(env, cache_bytes(0), cache_bytes(2), host_ranks);
+    if (c->stream_copy_bytes > whole) /* never later than the others (coll_host.c tests it first) */
+        c->stream_copy_bytes = whole;
+    if (c->stream_copy_bytes != SIZE_MAX && env == 0)
         ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes "
                  "(a quarter of the last-level cache's share of %d rank%s on this host, at least twice the L2)",
                  c->rank, c->stream_copy_bytes, host_ranks, host_ranks > 1 ? "s" : "");

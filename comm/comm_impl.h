@@ -50,7 +50,8 @@ struct orb_comm {
     size_t slot_bytes;
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t stream_copy_bytes; /* outputs of the calls orb_stream_copy_call names bypass the caches
-                               * from this size (orb_stream_copy_bytes); others from orb_comm_stream_bytes() */
+                               * from this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
+                               * from which the others do */
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
                               * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
     double timeout_s;
