@@ -8,7 +8,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include "comm/cuda_hooks.h"
 #include "comm/cuda_trace.h"
 #include "core/dtype.h"
+#include "core/loader.h"
 #include "core/log.h"
 #include "core/param.h"
 
@@ -50,36 +50,27 @@ int orb_cuda_any_device_ptr(const void *a, const void *b) { return is_device_ptr
 typedef CUresult (*pointer_attr_fn)(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 static pointer_attr_fn pointer_attr;
 
-/* How many objects the dynamic loader has ever loaded: unchanged means libcuda is still not
- * among them, which lets a host-only process skip the dlopen below (glibc searches the
- * library path even with RTLD_NOLOAD: tens of microseconds on every collective). */
-static int loader_adds_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    *(unsigned long long *)data = info->dlpi_adds;
-    return 1; /* the first object carries the counter; stop there */
-}
-
-static unsigned long long loader_generation(void)
-{
-    unsigned long long adds = 0;
-    dl_iterate_phdr(loader_adds_cb, &adds);
-    return adds;
-}
-
 /* The driver's entry point, or NULL while libcuda is not loaded: then no pointer can be
- * device memory. The loader lock (dl_iterate_phdr) is the cost of asking, once a call. */
+ * device memory. Asked once a call: while nothing was loaded since libcuda was last found
+ * absent, a load and a compare say so (core/loader.h); otherwise the loader's generation,
+ * unchanged, says libcuda is still absent, which lets a host-only process skip the dlopen
+ * below (glibc searches the library path even with RTLD_NOLOAD: tens of microseconds). */
 static pointer_attr_fn driver_attr(void)
 {
     static unsigned long long no_cuda_at = ~0ull; /* loader generation when libcuda was absent */
     pointer_attr_fn f = __atomic_load_n(&pointer_attr, __ATOMIC_ACQUIRE);
     if (!f) {
-        unsigned long long gen = loader_generation();
-        if (gen == __atomic_load_n(&no_cuda_at, __ATOMIC_RELAXED))
+        if (orb_loader_unchanged())
             return NULL;
+        unsigned long long gen = orb_loader_generation();
+        if (gen == __atomic_load_n(&no_cuda_at, __ATOMIC_RELAXED)) {
+            orb_loader_mark(gen); /* once a generation; a no-op after */
+            return NULL;
+        }
         void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); /* never loads it */
         if (!h) {
             __atomic_store_n(&no_cuda_at, gen, __ATOMIC_RELAXED);
+            orb_loader_mark(gen);
             return NULL;
         }
         f = (pointer_attr_fn)dlsym(h, "cuPointerGetAttribute"); /* h stays open: f must stay valid */
