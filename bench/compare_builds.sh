@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # Two builds of orbit on the same bench, alternating runs, medians: did a change make orbit
 # slower? (bench/compare.sh compares orbit with Open MPI; this compares orbit with itself.)
-#   bash bench/compare_builds.sh [-n NRANKS] [-r REPS] [-o OUTDIR] [-E VAR=VAL]... OLD_BUILD NEW_BUILD COLLECTIVE [bench flags...]
+#   bash bench/compare_builds.sh [-n NRANKS] [-r REPS] [-o OUTDIR] [-N NS] [-E VAR=VAL]... OLD_BUILD NEW_BUILD COLLECTIVE [bench flags...]
 # Each run is OLD_BUILD/launcher/orbitrun -n NRANKS OLD_BUILD/bench/<coll>_bench --json ...,
 # then the same with NEW_BUILD, the order swapped every repetition. Prints per size the
 # median time of each and new/old (> 1: the new build is slower). -E sets a variable for the
 # NEW runs only: one build against itself with a setting on (ORBIT_TRACE=DIR: what tracing costs).
+# Each run is bracketed by NEW_BUILD/bench/c2c (a cache line's round trip between the first two
+# CPUs, as bench/compare.sh does: a VM's vCPUs move between cores that share a cache and cores
+# that do not, and small calls' times move with them); -N NS counts only the runs whose
+# brackets are both under NS ns.
 set -euo pipefail
-nranks=2 reps=7 outdir=""
+nranks=2 reps=7 outdir="" near_ns=0
 new_env=()
-while getopts "n:r:o:E:h" opt; do
+while getopts "n:r:o:E:N:h" opt; do
     case $opt in
     n) nranks=$OPTARG ;; r) reps=$OPTARG ;; o) outdir=$OPTARG ;; E) new_env+=("$OPTARG") ;;
-    h) sed -n 2,9p "$0"; exit 0 ;;
-    *) sed -n 2,9p "$0" >&2; exit 2 ;;
+    N) near_ns=$OPTARG ;;
+    h) sed -n 2,13p "$0"; exit 0 ;;
+    *) sed -n 2,13p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 3 ] || { sed -n 2,9p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,13p "$0" >&2; exit 2; }
+case $nranks$reps$near_ns in *[!0-9]*) echo "$0: -n, -r and -N take non-negative integers" >&2; exit 2 ;; esac
 old=$1 new=$2 coll=$3
 shift 3
 for b in "$old" "$new"; do
@@ -26,30 +32,56 @@ for b in "$old" "$new"; do
 done
 if [ -z "$outdir" ]; then outdir=$(mktemp -d); trap 'rm -rf "$outdir"' EXIT; fi
 mkdir -p "$outdir"
-rm -f "$outdir"/old.*.json "$outdir"/new.*.json
+rm -f "$outdir"/old.*.json "$outdir"/new.*.json "$outdir"/runs-cores.txt
+# bench/c2c's round trip in ns, or - where it cannot tell (one CPU: exit 77; not built)
+cores() {
+    local out
+    out=$("$new/bench/c2c" 2>/dev/null | tail -n 1) || { echo -; return; }
+    set -- $out
+    [ "${1:-}" = c2c_ns ] && echo "$2" || echo -
+}
 for ((i = 1; i <= reps; i++)); do
     if ((i % 2)); then order="old new"; else order="new old"; fi
     for w in $order; do
         echo "compare_builds: $coll rep $i/$reps: $w" >&2
         b=$old env=(); [ "$w" = new ] && b=$new env=("${new_env[@]}")
+        before=$(cores)
         env "${env[@]}" "$b/launcher/orbitrun" -n "$nranks" "$b/bench/${coll}_bench" --json "$outdir/$w.$i.json" "$@" \
             >"$outdir/$w.$i.log" 2>&1 || { tail -n 20 "$outdir/$w.$i.log" >&2; echo "$0: the $w run failed" >&2; exit 1; }
+        echo "$w $i $before $(cores)" >>"$outdir/runs-cores.txt"
     done
 done
-python3 - "$outdir" "$coll" "$nranks" "$reps" <<'PY'
+python3 - "$outdir" "$coll" "$nranks" "$reps" "$near_ns" <<'PY'
 import glob, json, os, statistics, sys
-outdir, coll, nranks, reps = sys.argv[1:5]
+outdir, coll, nranks, reps, near_ns = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+brackets = {}  # (which, rep) -> (before, after) ns, None where bench/c2c could not tell
+cores_path = os.path.join(outdir, "runs-cores.txt")
+if os.path.exists(cores_path):
+    for line in open(cores_path):
+        w, r, before, after = line.split()
+        brackets[(w, r)] = tuple(None if v == "-" else int(v) for v in (before, after))
+def near(which, rep):
+    br = brackets.get((which, rep))
+    return br is not None and None not in br and max(br) < near_ns
 rows = {}
+counted = {}
 for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
-    which = os.path.basename(path).split(".")[0]
+    which, rep = os.path.basename(path).split(".")[:2]
+    if near_ns and not near(which, rep):
+        continue
+    counted[which] = counted.get(which, 0) + 1
     for line in open(path):
         r = json.loads(line)
         rows.setdefault((r["inplace"], r["size"]), {}).setdefault(which, []).append(r["time_us"])
+def fmt(v):  # a run's time: three significant figures (small calls take fractions of a us)
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
 for inplace in (False, True):
     sizes = sorted(s for (ip, s) in rows if ip == inplace)
     if not sizes:
         continue
-    print(f"# {coll}  nranks {nranks}  median of {reps} runs each  {'in-place' if inplace else 'out-of-place'}")
+    runs = (f"median of the runs with both brackets under {near_ns} ns (old {counted.get('old', 0)}, "
+            f"new {counted.get('new', 0)} of {reps})" if near_ns else f"median of {reps} runs each")
+    print(f"# {coll}  nranks {nranks}  {runs}  {'in-place' if inplace else 'out-of-place'}")
     print(f"# {'size(B)':>10} {'old(us)':>10} {'new(us)':>10} {'new/old':>8}   old runs / new runs (us)")
     for s in sizes:
         o, n = rows[(inplace, s)].get("old", []), rows[(inplace, s)].get("new", [])
@@ -57,5 +89,10 @@ for inplace in (False, True):
             continue
         mo, mn = statistics.median(o), statistics.median(n)
         print(f"  {s:>10} {mo:>10.2f} {mn:>10.2f} {mn / mo:>8.3f}   "
-              f"{' '.join(f'{v:.1f}' for v in o)} / {' '.join(f'{v:.1f}' for v in n)}")
+              f"{' '.join(fmt(v) for v in o)} / {' '.join(fmt(v) for v in n)}")
+for w in ("old", "new"):
+    runs = sorted((int(r), br) for (x, r), br in brackets.items() if x == w)
+    if runs:
+        shown = " ".join("-".join("?" if v is None else str(v) for v in br) for _, br in runs)
+        print(f"# cores ns (bench/c2c before-after each run) {w}: {shown}")
 PY
