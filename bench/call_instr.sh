@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# What a small call costs in instructions, per collective: deterministic where times are not.
+# Between near cores on the project's VMs the same build's 8-byte calls take 0.15 or 0.22-0.25 us
+# from one run to the next (docs/perf.md), so a change of a tenth in the call path cannot be
+# seen in time; callgrind counts it to a few instructions.
+#   bash bench/call_instr.sh [-s BYTES] [-r RANK] [-c "COLL ..."] BUILD [OTHER_BUILD]
+# For each collective, 2 ranks: rank RANK runs under callgrind, the other natively (so the
+# measured one seldom waits), twice, with N1 and N2 timed calls; (total(N2) - total(N1)) /
+# (N2 - N1) is one call's instructions with start-up and warm-up cancelled. Spinning where the
+# measured rank waits adds a little (tens of instructions). With OTHER_BUILD, a column for it
+# and OTHER/BUILD. Needs valgrind (installed through scripts/deps.sh when missing).
+set -euo pipefail
+size=8 rank=0 colls="allreduce broadcast reduce allgather reduce_scatter gather scatter alltoall sendrecv"
+n1=${CALL_INSTR_N1:-5000} n2=${CALL_INSTR_N2:-10000}
+usage() { sed -n 2,11p "$0"; }
+while getopts "s:r:c:h" opt; do
+    case $opt in
+    s) size=$OPTARG ;; r) rank=$OPTARG ;; c) colls=$OPTARG ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] && [ $# -le 2 ] || { usage >&2; exit 2; }
+case $rank in 0 | 1) ;; *) echo "$0: -r takes 0 or 1 (2 ranks)" >&2; exit 2 ;; esac
+case $n1$n2 in *[!0-9]*) echo "$0: CALL_INSTR_N1 and CALL_INSTR_N2 take whole numbers" >&2; exit 2 ;; esac
+[ "$n2" -gt "$n1" ] || { echo "$0: CALL_INSTR_N2 ($n2) must be larger than CALL_INSTR_N1 ($n1)" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v valgrind >/dev/null || bash "$here/scripts/deps.sh" valgrind >&2 ||
+    { echo "$0: valgrind is missing and could not be installed" >&2; exit 2; }
+builds=("$@")
+for b in "${builds[@]}"; do
+    [ -x "$b/launcher/orbitrun" ] || { echo "$0: $b: no launcher/orbitrun (ninja -C $b)" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# the launcher starts this for every rank; only the measured one runs under valgrind
+cat >"$tmp/wrap.sh" <<'W'
+#!/bin/bash
+if [ "$RANK" = "$CALL_INSTR_RANK" ]; then
+    exec valgrind --tool=callgrind --callgrind-out-file="$CALL_INSTR_OUT" "$@" 2>/dev/null
+fi
+exec "$@"
+W
+chmod +x "$tmp/wrap.sh"
+
+per_call() { # build coll -> instructions a call, or "-" when a run failed
+    local b=$1 c=$2 n t1 t2 flags=(--size "$size" --warmup 10)
+    [ "$c" = sendrecv ] || flags+=(--no-inplace)
+    [ -x "$b/bench/${c}_bench" ] || { echo -; return; }
+    for n in "$n1" "$n2"; do
+        CALL_INSTR_RANK=$rank CALL_INSTR_OUT=$tmp/cg.$n "$b/launcher/orbitrun" -n 2 "$tmp/wrap.sh" \
+            "$b/bench/${c}_bench" "${flags[@]}" --iters "$n" >"$tmp/log" 2>&1 || { echo -; return; }
+    done
+    t1=$(awk '/^summary:/ {print $2; exit}' "$tmp/cg.$n1")
+    t2=$(awk '/^summary:/ {print $2; exit}' "$tmp/cg.$n2")
+    [ -n "$t1" ] && [ -n "$t2" ] || { echo -; return; }
+    echo $(((t2 - t1) / (n2 - n1)))
+}
+
+echo "# instructions a call (callgrind), $size B, 2 ranks, rank $rank measured; $(date -u +%FT%RZ)"
+if [ ${#builds[@]} -eq 1 ]; then
+    printf '%-16s %10s\n' collective "${builds[0]}"
+else
+    printf '%-16s %10s %10s %8s   (A = %s, B = %s)\n' collective A B B/A "${builds[0]}" "${builds[1]}"
+fi
+for c in $colls; do
+    a=$(per_call "${builds[0]}" "$c")
+    if [ ${#builds[@]} -eq 1 ]; then
+        printf '%-16s %10s\n' "$c" "$a"
+    else
+        b=$(per_call "${builds[1]}" "$c")
+        r=-
+        [ "$a" != - ] && [ "$b" != - ] && [ "$a" -gt 0 ] && r=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')
+        printf '%-16s %10s %10s %8s\n' "$c" "$a" "$b" "$r"
+    fi
+done
