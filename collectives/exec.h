@@ -67,10 +67,12 @@ typedef struct {
  * channel 0. Every later run takes those that are in before anything else from that peer on
  * that channel and checks them; a run that may not defer (a call that is not rooted, the
  * device path's orb_host_settle, orb_comm_destroy) does not end before every one is in and
- * agrees, and a rooted call defers only while at most ORB_EXEC_DUE_MAX stay due. So a rank
- * that disagreed is found within that many calls (sooner by the error a peer posts), and a
- * rank returns ORB_OK only if every piece it received carried its own signature, as before. */
-#define ORB_EXEC_DUE_MAX 8
+ * agrees, and a rooted call defers only while at most max stay due: as many as a FIFO has
+ * slots (a root further ahead would wait for a slot anyway, and one held back sooner leaves
+ * the FIFO's depth unused), at most ORB_EXEC_DUE_CAP. So a rank that disagreed is found within
+ * that many calls (sooner by the error a peer posts), and a rank returns ORB_OK only if every
+ * piece it received carried its own signature, as before. */
+#define ORB_EXEC_DUE_CAP 64 /* a power of two: the ring's index is taken modulo it */
 
 enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2 }; /* orb_exec_op_t.sync_merge */
 /* How long a run waits for the receive a handshake is to ride after (ORB_SYNC_AFTER_RECV)
@@ -81,12 +83,16 @@ typedef struct {
     int n;    /* entries due, oldest first from head (a ring: the oldest goes first, mostly) */
     int head; /* where the oldest is */
     int mixed; /* entries of more than one peer since the ring was last empty */
-    int peer[ORB_EXEC_DUE_MAX];
-    orb_slot_hdr_t sig[ORB_EXEC_DUE_MAX];
+    int max;   /* how many may stay due: the FIFOs' slots, at most ORB_EXEC_DUE_CAP (0: none) */
+    int peer[ORB_EXEC_DUE_CAP];
+    orb_slot_hdr_t sig[ORB_EXEC_DUE_CAP];
 } orb_exec_due_t;
 
+/* How many handshakes a root may leave due with FIFOs of nslots slots. */
+static inline int orb_exec_due_max(unsigned nslots) { return nslots < ORB_EXEC_DUE_CAP ? (int)nslots : ORB_EXEC_DUE_CAP; }
+
 /* Entry i (0: the oldest) of d's ring. */
-static inline int orb_exec_due_at(const orb_exec_due_t *d, int i) { return (d->head + i) % ORB_EXEC_DUE_MAX; }
+static inline int orb_exec_due_at(const orb_exec_due_t *d, int i) { return (d->head + i) % ORB_EXEC_DUE_CAP; }
 
 /* A piece smaller than a page is cheaper to copy through a slot than to read with a system call. */
 #define ORB_CMA_MIN_PIECE 4096

@@ -127,11 +127,11 @@ static void due_remove(orb_exec_due_t *d, int i)
 /* Takes the due handshake pieces that are in, each peer's in order. Returns how many it took
  * (>= 0) or a negative status; the peers still owing one go to waiting. A peer whose oldest
  * entry is not in yet blocks its later ones, so those are not asked again: a root that ran
- * ahead has ORB_EXEC_DUE_MAX entries of one peer due at every call. */
+ * ahead has d->max entries of one peer due at every call. */
 static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *err, size_t errlen)
 {
     orb_exec_due_t *d = env->due;
-    int blocked[ORB_EXEC_DUE_MAX], nblocked = 0; /* peers with an earlier entry still due */
+    int blocked[ORB_EXEC_DUE_CAP], nblocked = 0; /* peers with an earlier entry still due */
     int taken = 0;
     for (int i = 0; i < d->n;) {
         if (nblocked && !d->mixed)
@@ -161,10 +161,10 @@ static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *
 }
 
 /* All of the run is done but handshake pieces that may stay due (sync_defer, sent already):
- * leave them to later runs and end now, as long as no more than ORB_EXEC_DUE_MAX are due then.
- * A root runs that many calls ahead of its neighbour's signature: with only one (before
- * 2026-11-28), every rooted call of ranks that share cores waited for the scheduler to run
- * the whole chain once (docs/perf.md). */
+ * leave them to later runs and end now, as long as no more than d->max are due then (the
+ * FIFOs' slots, 8 by default). A root runs that many calls ahead of its neighbour's
+ * signature: with only one (before 2026-11-28), every rooted call of ranks that share cores
+ * waited for the scheduler to run the whole chain once (docs/perf.md). */
 static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops)
 {
     orb_exec_due_t *d = env->due;
@@ -182,7 +182,7 @@ static int defer_rest(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
             return 0;
         k++;
     }
-    if (k == 0 || d->n + k > ORB_EXEC_DUE_MAX)
+    if (k == 0 || d->n + k > d->max)
         return 0;
     for (int i = 0; i < nops; i++)
         if (sync_pending(&ops[i])) {

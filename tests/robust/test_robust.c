@@ -8,8 +8,9 @@
  *                          still to go out of its buffer, which it then overwrites; what rank 1
  *                          receives afterwards (it starts once rank 0's send has returned) is
  *                          what the buffer held during the call
- *   test_robust runahead   rank 0 returns from 8 broadcasts before the others make one, not
- *                          from a 9th; a disagreement at the 5th of them is still reported
+ *   test_robust runahead   rank 0 returns from as many broadcasts as a FIFO has slots before the
+ *                          others make one (16; with 80 slots the cap, 64), not from one more;
+ *                          a disagreement at the 5th of 8 is still reported
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -560,11 +561,13 @@ static int mode_vmismatch(void)
 
 /* ---- runahead ------------------------------------------------------------------------ */
 
-/* A rooted call's root returns without its neighbour's handshake; up to 8 calls' handshakes
- * may stay due (docs/errors.md), so the root runs ahead of ranks that have not started yet, and
- * a mismatch among the calls it has returned from is still reported, naming the call. */
-#define RUNAHEAD 8
+/* A rooted call's root returns without its neighbour's handshake; as many calls' handshakes as
+ * a FIFO has slots, up to 64, may stay due (docs/errors.md), so the root runs ahead of ranks that
+ * have not started yet, and a mismatch among the calls it has returned from is still reported,
+ * naming the call. */
+#define RUNAHEAD 8 /* parts 2 and 3: calls rank 0 returns from, within every window below */
 #define RUNAHEAD_COUNT 16
+#define RUNAHEAD_CAP 64 /* collectives/exec.h, ORB_EXEC_DUE_CAP */
 
 static float runahead_value(int call, size_t i) { return (float)(call * 1000 + (int)i); }
 
@@ -593,67 +596,90 @@ static int mark_seen(const char *what, int peer)
     return turn_seen("runahead", name);
 }
 
-static int mode_runahead(void)
+/* 1. With FIFOs of `slots` slots, rank 0 returns from `window` broadcasts before any other rank
+ * makes one, and not from one more: window = slots (16), or the cap where the FIFO is deeper
+ * (80 slots: 64, the window and not a full FIFO stops the root). */
+static void runahead_window(const char *slots, const char *slot_bytes, int window)
 {
-    /* FIFOs deeper than the window, so that the window, not a full FIFO, stops the root */
-    setenv("ORBIT_SHM_SLOTS", "16", 1);
+    setenv("ORBIT_SHM_SLOTS", slots, 1);
+    setenv("ORBIT_SHM_SLOT_BYTES", slot_bytes, 1);
     float buf[RUNAHEAD_COUNT];
-    char detail[2048];
-
-    /* 1. rank 0 returns from 8 broadcasts before any other rank makes one, and not from a 9th */
+    char detail[2048], what[200], ahead_mark[32], past_mark[32], checked_mark[32];
+    snprintf(ahead_mark, sizeof ahead_mark, "ahead%s", slots);
+    snprintf(past_mark, sizeof past_mark, "past%s", slots);
+    snprintf(checked_mark, sizeof checked_mark, "checked%s", slots);
     orb_comm_t c = init();
     if (rank == 0) {
         orb_status_t st = ORB_OK;
         int k;
-        for (k = 1; k <= RUNAHEAD + 1 && st == ORB_OK; k++) {
+        for (k = 1; k <= window + 1 && st == ORB_OK; k++) {
             for (size_t i = 0; i < RUNAHEAD_COUNT; i++)
                 buf[i] = runahead_value(k, i);
             st = orb_broadcast(buf, buf, RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
-            if (k == RUNAHEAD)
-                mark_all("eight");
+            if (k == window)
+                mark_all(ahead_mark);
         }
-        mark_all("nine");
-        snprintf(detail, sizeof detail, "broadcast %d: %s: %s", k - 1, orb_status_name(st), orb_comm_last_error(c));
-        check(st == ORB_OK, "9 broadcasts from the root", detail);
+        mark_all(past_mark);
+        snprintf(detail, sizeof detail, "%s slots: broadcast %d: %s: %s", slots, k - 1, orb_status_name(st),
+                 orb_comm_last_error(c));
+        snprintf(what, sizeof what, "%d broadcasts from the root", window + 1);
+        check(st == ORB_OK, what, detail);
     } else {
-        const int ahead = wait_mark("eight");
-        snprintf(detail, sizeof detail, "no mark from rank 0 within 30 s of rank %d's start", rank);
-        check(ahead, "rank 0 returned from 8 broadcasts before this rank made one", detail);
-        usleep(200000); /* rank 0 cannot return from a 9th now; were it to, this is time enough to see it */
-        check(!mark_seen("nine", rank), "rank 0 did not return from a 9th broadcast while 8 handshakes were due",
-              "rank 0 marked its 9th call done before this rank made its first");
+        const int ahead = wait_mark(ahead_mark);
+        snprintf(detail, sizeof detail, "%s slots: no mark from rank 0 within 30 s of rank %d's start", slots, rank);
+        snprintf(what, sizeof what, "rank 0 returned from %d broadcasts before this rank made one (%s slots)", window,
+                 slots);
+        check(ahead, what, detail);
+        usleep(200000); /* rank 0 cannot return from one more now; were it to, this is time enough to see it */
+        snprintf(what, sizeof what, "rank 0 did not return from broadcast %d while %d handshakes were due (%s slots)",
+                 window + 1, window, slots);
+        snprintf(detail, sizeof detail, "rank 0 marked its call %d done before this rank made its first", window + 1);
+        check(!mark_seen(past_mark, rank), what, detail);
         /* no other rank starts before every one has looked (rank 0 waits for its ring neighbour's
          * handshake, whichever rank that is) */
         char name[64];
-        snprintf(name, sizeof name, "checked-%d", rank);
+        snprintf(name, sizeof name, "%s-%d", checked_mark, rank);
         turn_mark("runahead", name);
         for (int q = 1, i = 0; q < nranks && i < 3000; i++)
-            if (mark_seen("checked", q))
+            if (mark_seen(checked_mark, q))
                 q++;
             else
                 usleep(10000);
         int wrong = 0, k;
         orb_status_t st = ORB_OK;
-        for (k = 1; k <= RUNAHEAD + 1 && st == ORB_OK; k++) {
+        for (k = 1; k <= window + 1 && st == ORB_OK; k++) {
             memset(buf, 0xff, sizeof buf);
             st = orb_broadcast(buf, buf, RUNAHEAD_COUNT, ORB_FLOAT32, 0, c, NULL);
             for (size_t i = 0; st == ORB_OK && i < RUNAHEAD_COUNT; i++)
                 wrong += buf[i] != runahead_value(k, i);
         }
-        snprintf(detail, sizeof detail, "broadcast %d: %s, %d elements wrong: %s", k - 1, orb_status_name(st), wrong,
-                 orb_comm_last_error(c));
-        check(st == ORB_OK && wrong == 0, "9 broadcasts received, every element exact", detail);
-        wait_mark("nine");
+        snprintf(detail, sizeof detail, "%s slots: broadcast %d: %s, %d elements wrong: %s", slots, k - 1,
+                 orb_status_name(st), wrong, orb_comm_last_error(c));
+        snprintf(what, sizeof what, "%d broadcasts received, every element exact", window + 1);
+        check(st == ORB_OK && wrong == 0, what, detail);
+        wait_mark(past_mark);
     }
     orb_status_t bst = orb_barrier(c);
     check(bst == ORB_OK, "barrier after the run-ahead", orb_comm_last_error(c));
     if (rank != 0) { /* every rank is past the wait for it now */
         char path[160], name[64];
-        snprintf(name, sizeof name, "checked-%d", rank);
+        snprintf(name, sizeof name, "%s-%d", checked_mark, rank);
         turn_path(path, sizeof path, "runahead", name);
         unlink(path);
     }
     orb_comm_destroy(c);
+}
+
+static int mode_runahead(void)
+{
+    runahead_window("16", "262144", 16);
+    runahead_window("80", "4096", RUNAHEAD_CAP);
+    /* parts 2 and 3: FIFOs deeper than the 8 calls rank 0 runs ahead */
+    setenv("ORBIT_SHM_SLOTS", "16", 1);
+    unsetenv("ORBIT_SHM_SLOT_BYTES");
+    float buf[RUNAHEAD_COUNT];
+    char detail[2048];
+    orb_comm_t c;
 
     /* 2. the others disagree at the 5th of the 8 calls rank 0 has returned from */
     c = init();
@@ -703,7 +729,7 @@ static int mode_runahead(void)
              orb_comm_last_error(c));
     check(st == ORB_OK && wrong == 0, "broadcasts running ahead, then all-gathers, 20000 times", detail);
     orb_comm_destroy(c);
-    return finish(rank == 0 ? 6 : 8);
+    return finish(rank == 0 ? 8 : 12);
 }
 
 int main(int argc, char **argv)
