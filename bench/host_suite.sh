@@ -5,6 +5,7 @@
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
+#   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then ORBIT_SHM_SLOTS=32) vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
 #   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
@@ -38,7 +39,7 @@ echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/b
 # with them. Printed here; compare.sh brackets each of its runs the same way (listed under its
 # tables and kept in runs-cores.txt, which bench/ratio_table.py shows).
 echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
-sections=" ${SECTIONS:-1 2 2b 3 4 5 6 7 8} "
+sections=" ${SECTIONS:-1 2 2b 3 4 5 5b 6 7 8} "
 want() { [[ $sections == *" $1 "* ]]; }
 
 if want 1; then
@@ -109,6 +110,24 @@ fi
 if want 5; then
 echo; echo "## 5. all-reduce with 4 ranks (oversubscribed when the machine has fewer than 4 cores), 8 B .. 32 KiB"
 bash bench/compare.sh -n 4 -r "$reps" -o "$out/5-allreduce-n4" "$build" allreduce --size 8:32K --factor 8 --no-inplace
+fi
+
+if want 5b; then
+echo; echo "## 5b. rooted calls with 4 ranks, 8 B .. 512 B (gather, scatter from 64 B): orbit's default FIFOs, then 32 slots"
+# A root runs as many calls ahead as a FIFO has slots (docs/errors.md): with more ranks than
+# cores that is what small rooted calls wait on; 32 slots cost large calls (docs/perf.md).
+for slots in default 32; do
+  for c in broadcast reduce gather scatter; do
+    sz=8:512; case $c in gather | scatter) sz=64:512 ;; esac
+    echo "# ORBIT_SHM_SLOTS=$slots"
+    if [ $slots = default ]; then
+      bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4" "$build" $c --size $sz --factor 8 --no-inplace --iters 5000
+    else
+      ORBIT_SHM_SLOTS=$slots bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4-slots$slots" "$build" $c \
+        --size $sz --factor 8 --no-inplace --iters 5000
+    fi
+  done
+done
 fi
 
 if want 6; then
