@@ -72,13 +72,8 @@ rm -f "$outdir"/custom.*.json "$outdir"/mpi.*.json "$outdir"/runs-cores.txt # a 
 # Under root in a container, Open MPI needs to be told twice that it is fine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# bench/c2c's round trip in ns, or - where it cannot tell (one CPU: exit 77; not built)
-cores() {
-    local out
-    out=$("$build/bench/c2c" 2>/dev/null | tail -n 1) || { echo -; return; }
-    set -- $out
-    [ "${1:-}" = c2c_ns ] && echo "$2" || echo -
-}
+. "$(dirname "$0")/c2c_ns.sh"
+cores() { c2c_ns "$build"; }
 
 run() { # backend rep
     local log=$outdir/$1.$2.log json=$outdir/$1.$2.json before

@@ -33,13 +33,8 @@ done
 if [ -z "$outdir" ]; then outdir=$(mktemp -d); trap 'rm -rf "$outdir"' EXIT; fi
 mkdir -p "$outdir"
 rm -f "$outdir"/old.*.json "$outdir"/new.*.json "$outdir"/runs-cores.txt
-# bench/c2c's round trip in ns, or - where it cannot tell (one CPU: exit 77; not built)
-cores() {
-    local out
-    out=$("$new/bench/c2c" 2>/dev/null | tail -n 1) || { echo -; return; }
-    set -- $out
-    [ "${1:-}" = c2c_ns ] && echo "$2" || echo -
-}
+. "$(dirname "$0")/c2c_ns.sh"
+cores() { c2c_ns "$new"; }
 for ((i = 1; i <= reps; i++)); do
     if ((i % 2)); then order="old new"; else order="new old"; fi
     for w in $order; do

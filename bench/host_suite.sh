@@ -116,16 +116,12 @@ if want 5b; then
 echo; echo "## 5b. rooted calls with 4 ranks, 8 B .. 512 B (gather, scatter from 64 B): orbit's default FIFOs, then 32 slots"
 # A root runs as many calls ahead as a FIFO has slots (docs/errors.md): with more ranks than
 # cores that is what small rooted calls wait on; 32 slots cost large calls (docs/perf.md).
-for slots in default 32; do
+for slots in "" 32; do
+  echo "# ORBIT_SHM_SLOTS=${slots:-8 (the default)}"
   for c in broadcast reduce gather scatter; do
     sz=8:512; case $c in gather | scatter) sz=64:512 ;; esac
-    echo "# ORBIT_SHM_SLOTS=$slots"
-    if [ $slots = default ]; then
-      bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4" "$build" $c --size $sz --factor 8 --no-inplace --iters 5000
-    else
-      ORBIT_SHM_SLOTS=$slots bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4-slots$slots" "$build" $c \
-        --size $sz --factor 8 --no-inplace --iters 5000
-    fi
+    env ${slots:+ORBIT_SHM_SLOTS=$slots} bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4${slots:+-slots$slots}" \
+      "$build" $c --size $sz --factor 8 --no-inplace --iters 5000
   done
 done
 fi

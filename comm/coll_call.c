@@ -8,12 +8,6 @@
 #include "comm/comm_impl.h"
 #include "core/dtype.h"
 
-static int overlap(const void *a, size_t alen, const void *b, size_t blen)
-{
-    const char *x = a, *y = b;
-    return alen && blen && x < y + blen && y < x + alen;
-}
-
 /* alltoallv's vectors: present, each block inside the address space, its own block the same
  * size both ways; packed into c->vec. */
 static orb_status_t validate_vectors(struct orb_comm *c, orb_call_t *k, size_t *in_n, size_t *out_n)
@@ -124,7 +118,7 @@ orb_status_t orb_call_validate(struct orb_comm *c, orb_call_t *k, size_t *in_cou
     default:
         inplace_ok = in == out;
     }
-    if (!inplace_ok && overlap(in, in_n * esz, out, out_n * esz))
+    if (!inplace_ok && orb_ranges_overlap(in, in_n * esz, out, out_n * esz))
         return orb_comm_fail(c, ORB_ERR_INVALID_ARG, "%s: rank %d: sendbuf and recvbuf overlap without being the "
                                                      "in-place layout; use separate buffers or the in-place form",
                              fn, r);

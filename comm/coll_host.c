@@ -76,11 +76,6 @@ static int plan_writes_out(const orb_plan_t *plan)
     return 0;
 }
 
-static int overlap(const char *a, size_t an, const char *b, size_t bn)
-{
-    return a && b && an && bn && a < b + bn && b < a + an;
-}
-
 /* Which of call k's buffers stay untouched while the group of n calls runs: its input when no
  * call's output overlaps it (its own only counts when its plan writes the output), its
  * output when it is alone and its plan writes none of it. */
@@ -92,7 +87,7 @@ static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, 
     *in = op->in != NULL;
     for (int j = 0; j < n && *in; j++) {
         const size_t ob = p[j]->plan->out_count * orb_dtype_bytes(ops[j].dtype);
-        if ((j != k || writes) && overlap(op->in, ib, ops[j].out, ob))
+        if ((j != k || writes) && orb_ranges_overlap(op->in, ib, ops[j].out, ob))
             *in = 0;
     }
 }

@@ -109,17 +109,12 @@ int orb_stream_copy_call(orb_coll_t coll, const void *in, size_t in_bytes, const
         return 0;
     if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_GATHER)
         return 1; /* in place too: the rank's own block is where it goes, the others only written */
-    if (in == out)
-        return 0;
-    const char *a = in, *b = out;
-    return !(a && in_bytes && a < b + out_bytes && b < a + in_bytes);
+    return in != out && !orb_ranges_overlap(in, in_bytes, out, out_bytes);
 }
 
 void orb_comm_stream_setup(struct orb_comm *c)
 {
-    int host_ranks = 0;
-    for (int r = 0; r < c->nranks; r++)
-        host_ranks += c->host_of[r] == c->host_of[c->rank];
+    const int host_ranks = c->host_ranks;
     const double env = orb_param_num(ORB_PARAM_STREAM_BYTES);
     const size_t whole = orb_comm_stream_bytes();
     c->stream_copy_bytes = orb_stream_copy_bytes(env, cache_bytes(0), cache_bytes(2), host_ranks);

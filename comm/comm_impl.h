@@ -71,6 +71,7 @@ struct orb_comm {
     int *ring;
     int ring_next, ring_prev; /* this rank's neighbours on ring (derived once at init) */
     int nhosts;
+    int host_ranks; /* ranks on this rank's host, this one included (ring_by_host) */
     int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
     orb_link_cost_t link_intra; /* what the tuner prices inside a host and between hosts: the */
     orb_link_cost_t link_inter; /* same on every rank (comm_links.c) */
@@ -151,6 +152,13 @@ orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
 /* Is rank p a peer this rank reaches through shared memory (on its host)? */
+/* Do the byte ranges [a, a + alen) and [b, b + blen) share a byte? (A NULL or empty range never does.) */
+static inline int orb_ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    const char *x = a, *y = b;
+    return x && y && alen && blen && x < y + blen && y < x + alen;
+}
+
 static inline int orb_comm_peer_shm(const struct orb_comm *c, int p)
 {
     return p != c->rank && c->tp_of[p] >= 0 && orb_transports[c->tp_of[p]] == &orb_shm_transport;

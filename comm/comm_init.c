@@ -152,6 +152,9 @@ static void ring_by_host(struct orb_comm *c)
                 h = c->host_of[q];
         c->host_of[r] = h >= 0 ? h : c->nhosts++;
     }
+    c->host_ranks = 0;
+    for (int r = 0; r < c->nranks; r++)
+        c->host_ranks += c->host_of[r] == c->host_of[c->rank];
     int k = 0;
     char *placed = calloc((size_t)c->nranks, 1);
     if (!placed) {

@@ -33,13 +33,11 @@ orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *
     }
     cpu_set_t all;
     CPU_ZERO(&all);
-    int nlocal = 0;
     for (int r = 0; r < c->nranks; r++)
-        if (c->bs.cards[r].host_id == host_id) {
+        if (c->bs.cards[r].host_id == host_id)
             CPU_OR(&all, &all, &masks[r]);
-            nlocal++;
-        }
     free(masks);
+    const int nlocal = c->host_ranks; /* counted by host in ring_by_host (comm_init.c), which runs first */
     const int ncpu = CPU_COUNT(&all);
     if (orb_param_num_state(ORB_PARAM_SPIN_US) == ORB_PARAM_STATE_SET)
         *spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
