@@ -9,7 +9,8 @@
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
 #   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
-#      reduce-scatter against the memory bound from bench/membw (bench/ratio_table.py)
+#      reduce-scatter against the memory bound from bench/membw (bench/ratio_table.py); then the
+#      same over the runs whose c2c brackets say near only (8-table-near.txt)
 # Usage: [SECTIONS="2 2b 8"] bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
 #   SECTIONS: which to run (default all); 8 reads whatever 1-2b left in OUT_DIR
 #   defaults: build 5 results/<UTC date>-<CPU model>; every run's table and JSON (nccl-tests
@@ -150,4 +151,6 @@ if want 8; then
   echo; echo "## 8. where orbit stands: ratios against Open MPI, and the memory bound"
   "$build/bench/membw" --threads 2 | tee "$out/8-membw.txt"
   python3 bench/ratio_table.py "$out" "$out/8-membw.txt" | tee "$out/8-table.txt"
+  # the same over the runs between cores that share a cache: what the code does, not the VM's spells
+  echo; python3 bench/ratio_table.py --near 150 "$out" "$out/8-membw.txt" | tee "$out/8-table-near.txt"
 fi

@@ -15,7 +15,13 @@ above), from bench/membw's copy and a+b->c run on as many threads as there are r
   which overstates the time the reads need (a looser bound). The bound busbw is the
   measured busbw scaled by t_measured / t_bound.
 
-usage: ratio_table.py SUITE_OUT_DIR [MEMBW_OUTPUT]
+With --near NS only the runs whose bench/c2c brackets (runs-cores.txt, compare.sh) are both
+under NS ns count, orbit's and Open MPI's alike: a VM's two vCPUs spend spells on cores that
+share no cache, where shared-memory figures fall 2-4x while Open MPI's single copies do not,
+and a median over three runs then says more about the spells than about the code. The 'runs'
+column gives the runs kept of those made (orbit / Open MPI); folders without brackets keep all.
+
+usage: ratio_table.py [--near NS] SUITE_OUT_DIR [MEMBW_OUTPUT]
 """
 import glob
 import json
@@ -35,11 +41,36 @@ def label(size):
     return f"{size} B"
 
 
-def load(folder):
-    """(backend, size, inplace) -> list of (time_us, busbw); also nranks."""
+def brackets(folder):
+    """(backend, run) -> (ns before, ns after) from compare.sh's runs-cores.txt ({} without it)."""
+    out = {}
+    try:
+        for line in open(os.path.join(folder, "runs-cores.txt")):
+            f = line.split()
+            if len(f) >= 4 and f[1].isdigit() and f[2].isdigit() and f[3].isdigit():
+                out[(f[0], int(f[1]))] = (int(f[2]), int(f[3]))
+    except OSError:
+        pass
+    return out
+
+
+def load(folder, near=0, counts=None):
+    """(backend, size, inplace) -> list of (time_us, busbw); also nranks. near > 0: only the runs
+    whose brackets are both under near ns (all of a folder that has none); counts[backend] gets
+    [kept, made] runs added."""
     rows, nranks = {}, None
+    br = brackets(folder) if near > 0 else {}
     for path in glob.glob(os.path.join(folder, "*.json")):
-        backend = os.path.basename(path).split(".")[0]
+        parts = os.path.basename(path).split(".")
+        backend = parts[0]
+        run = int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
+        keep = not br or max(br.get((backend, run), (near, near))) < near
+        if counts is not None:
+            k = counts.setdefault(backend, [0, 0])
+            k[0] += keep
+            k[1] += 1
+        if not keep:
+            continue
         with open(path) as f:
             for line in f:
                 r = json.loads(line)
@@ -89,10 +120,16 @@ def cores(folders):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args, near = sys.argv[1:], 0
+    if args[:1] == ["--near"]:
+        if len(args) < 2 or not args[1].isdigit() or int(args[1]) <= 0:
+            print("ratio_table: --near takes a positive number of ns", file=sys.stderr)
+            return 2
+        near, args = int(args[1]), args[2:]
+    if not args:
         print(__doc__, file=sys.stderr)
         return 2
-    out, bw = sys.argv[1], membw(sys.argv[2] if len(sys.argv) > 2 else None)
+    out, bw = args[0], membw(args[1] if len(args) > 1 else None)
     # every compare.sh folder of the suite: collective -> folders (the sizes split over them)
     by_coll = {}
     for d in sorted(glob.glob(os.path.join(out, "*"))):
@@ -102,7 +139,8 @@ def main():
     if not by_coll:
         print(f"ratio_table: no collective folders (1-*, 2-*, 2b-*) under {out}", file=sys.stderr)
         return 1
-    print("# orbit / Open MPI, 2 ranks, float32, out-of-place, medians of alternating runs")
+    print("# orbit / Open MPI, 2 ranks, float32, out-of-place, medians of alternating runs"
+          + (f" whose c2c brackets are both under {near} ns ('runs': kept / made, orbit and Open MPI)" if near else ""))
     print("# busbw ratio at each large size (goal >= 1.5); time ratio: the worst of 8 B-4 KiB (goal <= 1)")
     if bw:
         print(f"# memory bound from bench/membw on this machine: copy {bw[0]:.2f} GB/s, a+b->c {bw[1]:.2f} GB/s "
@@ -110,13 +148,13 @@ def main():
     print("# cores ns: bench/c2c's round trip between the two CPUs before and after the collective's runs, and each run "
           "(tens of ns: they share a cache; several times that: they do not, and shared-memory figures move with it)")
     head = (f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
-            + f"{'cores ns':>12}")
+            + f"{'cores ns':>12}" + (f"{'runs':>14}" if near else ""))
     print(head)
     bound_lines = []
     for coll in sorted(by_coll):
-        rows, n = {}, None
+        rows, n, counts = {}, None, {}
         for d in by_coll[coll]:
-            r, nr = load(d)
+            r, nr = load(d, near, counts)
             rows.update(r)
             n = nr or n
         cells = []
@@ -144,7 +182,11 @@ def main():
             if worst is None or ratio > worst:
                 worst, at = ratio, s
         small = f"{worst:>13.2f}x{label(at):>10}" if worst is not None else f"{'-':>14}{'':>10}"
-        print(f"{coll:<15}" + "".join(cells) + small + f"{cores(by_coll[coll]):>12}")
+        kept = ""
+        if near:
+            c, m = counts.get("custom", [0, 0]), counts.get("mpi", [0, 0])
+            kept = f"{f'{c[0]}/{c[1]} {m[0]}/{m[1]}':>14}"
+        print(f"{coll:<15}" + "".join(cells) + small + f"{cores(by_coll[coll]):>12}" + kept)
     if bound_lines:
         print("# against the memory bound:")
         print("\n".join(bound_lines))
