@@ -61,7 +61,16 @@ typedef struct {
      * call; after ORB_EXEC_UNMERGE_S with nothing in from sync_prev it goes as a piece of its
      * own). */
     int sync_merge;
+    /* Set by orb_exec_run for a rooted call of two ranks over shared memory whose data goes
+     * one way only (ORB_VOUCH_*): the rank that receives checks the sender's signature on
+     * every piece and sends no handshake of its own (ORB_SYNC_VOUCH, unless it waits
+     * ORB_EXEC_UNMERGE_S: then a LATE one); the rank that sends expects none. An empty
+     * handshake piece the other way was a third of a small rooted call's time. */
+    int vouch;
 } orb_exec_op_t;
+
+/* orb_exec_op_t.vouch */
+enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2 };
 
 /* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on
  * channel 0. Every later run takes those that are in before anything else from that peer on
@@ -74,7 +83,7 @@ typedef struct {
  * piece it received carried its own signature, as before. */
 #define ORB_EXEC_DUE_CAP 64 /* a power of two: the ring's index is taken modulo it */
 
-enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2 }; /* orb_exec_op_t.sync_merge */
+enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2, ORB_SYNC_VOUCH = 3 }; /* orb_exec_op_t.sync_merge */
 /* How long a run waits for the receive a handshake is to ride after (ORB_SYNC_AFTER_RECV)
  * before sending it as a piece of its own: far above a hop's wait with more ranks than CPUs
  * (milliseconds at most), far below ORBIT_TIMEOUT. */
@@ -86,6 +95,16 @@ typedef struct {
     int max;   /* how many may stay due: the FIFOs' slots, at most ORB_EXEC_DUE_CAP (0: none) */
     int peer[ORB_EXEC_DUE_CAP];
     orb_slot_hdr_t sig[ORB_EXEC_DUE_CAP];
+    /* Calls that sent to a peer who vouches (ORB_VOUCH_TRUSTED) return with no handshake due:
+     * the peer checks their pieces. What is left of them: the last such call's end on
+     * channel 0 to confirm_peer (confirm_pos, 0: none), which a run that may not defer waits
+     * to see taken (a peer that disagreed never takes it, and its own pieces then wait here
+     * unreceived: both are named); and their signatures (hist_*, by call number modulo the
+     * cap), to name this rank's call when a piece of the peer's for it turns up later. */
+    int confirm_peer;
+    uint64_t confirm_pos, confirm_seq;
+    uint64_t hist_seq[ORB_EXEC_DUE_CAP];
+    orb_slot_hdr_t hist_sig[ORB_EXEC_DUE_CAP];
 } orb_exec_due_t;
 
 /* How many handshakes a root may leave due with FIFOs of nslots slots. */

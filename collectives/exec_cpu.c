@@ -96,6 +96,46 @@ static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_slot_hdr
     return ORB_ERR_MISMATCH;
 }
 
+/* This rank's call number seq where it sent to a vouching peer (ORB_VOUCH_TRUSTED: the history
+ * in orb_exec_due_t), or NULL. */
+static const orb_slot_hdr_t *sent_call(const orb_exec_env_t *env, uint64_t seq)
+{
+    const orb_exec_due_t *d = env->due;
+    const int e = (int)(seq % ORB_EXEC_DUE_CAP);
+    return d && d->hist_seq[e] == seq + 1 ? &d->hist_sig[e] : NULL;
+}
+
+/* This rank's signature to name beside a peer's piece got that does not match: its own call of
+ * the piece's number where it sent in that call (two senders' pieces turn up in a later call),
+ * else the call in hand, mine. */
+static const orb_slot_hdr_t *mine_for(const orb_exec_env_t *env, const orb_slot_hdr_t *mine, const orb_slot_hdr_t *got)
+{
+    const orb_slot_hdr_t *h = got->seq != mine->seq && got->coll != ORB_COLL_SEND ? sent_call(env, got->seq) : NULL;
+    return h ? h : mine;
+}
+
+/* rh, at the head of rc from peer, is a LATE handshake (ORB_PIECE_LATE). Held against the call
+ * of its number among ops: a different signature, or the same where that call vouches too
+ * (both ranks waiting to receive: they disagree on the algorithm), is a mismatch; else (this
+ * rank sends in that call, or is past it: the peer's check of its data stands) it is dropped.
+ * Returns 1 (taken) or a negative status. */
+static int late_piece(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, orb_conn_t *rc,
+                      const orb_slot_hdr_t *rh, int peer, char *err, size_t errlen)
+{
+    for (int i = 0; i < nops; i++) {
+        const orb_exec_op_t *o = &ops[i];
+        if (o->sig.coll == ORB_COLL_SEND || o->sig.seq != rh->seq)
+            continue;
+        if (!sig_equal(rh, &o->sig) || o->vouch == ORB_VOUCH_CHECKS)
+            return piece_mismatch(env, &o->sig, rh, 0, peer, err, errlen);
+    }
+    const orb_slot_hdr_t *h = sent_call(env, rh->seq);
+    if (h && !sig_equal(rh, h))
+        return piece_mismatch(env, h, rh, 0, peer, err, errlen);
+    rc->ops->recv_release(rc);
+    return 1;
+}
+
 /* Is a handshake piece of an earlier call still due from peer (channel 0)? It comes first. */
 static int due_from(const orb_exec_env_t *env, int peer)
 {
@@ -128,7 +168,8 @@ static void due_remove(orb_exec_due_t *d, int i)
  * (>= 0) or a negative status; the peers still owing one go to waiting. A peer whose oldest
  * entry is not in yet blocks its later ones, so those are not asked again: a root that ran
  * ahead has d->max entries of one peer due at every call. */
-static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *err, size_t errlen)
+static int drain_due(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, int *waiting, int *nwait,
+                     char *err, size_t errlen)
 {
     orb_exec_due_t *d = env->due;
     int blocked[ORB_EXEC_DUE_CAP], nblocked = 0; /* peers with an earlier entry still due */
@@ -143,6 +184,12 @@ static int drain_due(const orb_exec_env_t *env, int *waiting, int *nwait, char *
         if (!behind) {
             orb_conn_t *rc = &env->recv[(size_t)peer * (size_t)env->nchannels];
             orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+            if (rh && (rh->flags & ORB_PIECE_LATE)) { /* ahead of the piece due: checked or dropped */
+                const int m = late_piece(env, ops, nops, rc, rh, peer, err, errlen);
+                if (m < 0)
+                    return m;
+                continue;
+            }
             if (rh) {
                 if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[e]))
                     return piece_mismatch(env, &d->sig[e], rh, 0, peer, err, errlen);
@@ -258,14 +305,19 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
         orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: lane 0 takes it and checks it */
+        if (rh && (rh->flags & ORB_PIECE_LATE)) {
+            const int m = late_piece(env, ops, nops, rc, rh, o->sync_prev, err, errlen);
+            if (m < 0)
+                return m;
+            moved += m;
+        } else if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: lane 0 takes it and checks it */
             if (!lane0_takes_from(o, o->sync_prev))
-                return piece_mismatch(env, &o->sig, rh, 0, o->sync_prev, err, errlen);
+                return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, 0, o->sync_prev, err, errlen);
             o->sync_recvd = 1;
             moved++;
         } else if (rh) {
             if (rh->nbytes != 0 || !sig_equal(rh, &o->sig))
-                return piece_mismatch(env, &o->sig, rh, 0, o->sync_prev, err, errlen);
+                return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, 0, o->sync_prev, err, errlen);
             rc->ops->recv_release(rc);
             o->sync_recvd = 1;
             moved++;
@@ -496,13 +548,20 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 1;
             break;
         }
+        if (rh && (rh->flags & ORB_PIECE_LATE)) { /* a neighbour's late handshake: checked or dropped */
+            const int m = late_piece(env, ops, nops, rc, rh, s->recv_peer, err, errlen);
+            if (m < 0)
+                return m;
+            moved++;
+            continue;
+        }
         if (sc && !(sh = sc->ops->send_acquire(sc))) {
             b->peer = s->send_peer;
             b->for_data = 0;
             break;
         }
         if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
-            return piece_mismatch(env, &o->sig, rh, n * esz, s->recv_peer, err, errlen);
+            return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, n * esz, s->recv_peer, err, errlen);
         /* A plain send of a large piece from a buffer this call never writes goes as its
          * address, when the receiver can read us (or the transport sends from it itself) and
          * this lane's previous such piece went the same way or was read already (one pending
@@ -624,12 +683,12 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         if (!props || handshake_ahead(env, o, s, rc, sc, &for_data) >= 0)
             return 0; /* (the general loop names an unknown kind) */
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
-        if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & ORB_PIECE_REMOTE)))
-            return 0;
+        if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & (ORB_PIECE_REMOTE | ORB_PIECE_LATE))))
+            return 0; /* (the general loop reads an address piece, and checks or drops a late handshake) */
         if (sc && !(sh = sc->ops->send_acquire(sc)))
             return 0;
         if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig))))
-            return piece_mismatch(env, &o->sig, rh, bytes, s->recv_peer, err, errlen);
+            return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, bytes, s->recv_peer, err, errlen);
         const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
         const char *src = step_src(o, s, props, 0, esz);
         char *dst = step_dst(o, s, props, 0, esz);
@@ -660,12 +719,13 @@ static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, c
     orb_exec_due_t *d = env->due;
     if (d && d->n) {
         int waiting[64], nwait = 0;
-        const int m = drain_due(env, waiting, &nwait, err, errlen);
+        const int m = drain_due(env, ops, nops, waiting, &nwait, err, errlen);
         if (m < 0)
             return m;
     }
     for (int i = 0; i < nops; i++) {
-        if (sync_pending(&ops[i])) {
+        /* (a handshake that rides on the first piece, with nothing to receive: the lane's) */
+        if (sync_pending(&ops[i]) && !(ops[i].sync_recvd && ops[i].sync_merge == ORB_SYNC_ON_FIRST)) {
             blocked_t b;
             const int m = sync_progress(env, ops, nops, i, &b, err, errlen);
             if (m < 0)
@@ -753,11 +813,22 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
                              int *waiting, int *nwait, char *err, size_t errlen)
 {
     if (env->due && env->due->n) {
-        int m = drain_due(env, waiting, nwait, err, errlen);
+        int m = drain_due(env, ops, nops, waiting, nwait, err, errlen);
         if (m < 0)
             return (orb_status_t)m;
         *moved += m;
         *unfinished += env->due->n;
+    }
+    orb_exec_due_t *d = env->due;
+    if (nops == 0 && d && d->confirm_pos) { /* the last call sent to a vouching peer: taken? */
+        const orb_conn_t *sc = &env->send[(size_t)d->confirm_peer * (size_t)env->nchannels];
+        if (orb_conn_released(sc, d->confirm_pos)) {
+            d->confirm_pos = 0;
+        } else {
+            (*unfinished)++;
+            if (*nwait < 64)
+                waiting[(*nwait)++] = d->confirm_peer;
+        }
     }
     for (int i = 0; i < nops; i++) {
         if (sync_pending(&ops[i])) {
@@ -794,6 +865,26 @@ static orb_status_t one_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int 
     return ORB_OK;
 }
 
+/* A vouching call that has waited ORB_EXEC_UNMERGE_S with nothing from its neighbour in: its
+ * signature goes after all, LATE, once (two ranks that both wait to receive name each other
+ * so). Returns whether it went. */
+static int send_late(const orb_exec_env_t *env, orb_exec_op_t *o)
+{
+    const size_t nch = (size_t)env->nchannels;
+    orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch], *sc = &env->send[(size_t)o->sync_next * nch];
+    orb_slot_hdr_t *sh;
+    if (rc->ops->recv_acquire(rc) || !(sh = sc->ops->send_acquire(sc)))
+        return 0;
+    orb_piece_hdr_put(sh, &o->sig);
+    sh->nbytes = 0;
+    sh->step = UINT32_MAX;
+    sh->sender = env->rank;
+    sh->flags |= ORB_PIECE_LATE;
+    sc->ops->send_post(sc);
+    o->sync_merge = 0;
+    return 1;
+}
+
 /* Handshakes that were to ride on a piece sent after a receive, where the run has waited
  * ORB_EXEC_UNMERGE_S and nothing from sync_prev is in: they go as pieces of their own. Ranks
  * that disagree could otherwise each wait for its neighbour's piece with none sent (every
@@ -804,6 +895,10 @@ static int unmerge(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops)
     int changed = 0;
     for (int i = 0; i < nops; i++) {
         orb_exec_op_t *o = &ops[i];
+        if (o->sync_merge == ORB_SYNC_VOUCH) {
+            changed |= send_late(env, o);
+            continue;
+        }
         if (o->sync_merge != ORB_SYNC_AFTER_RECV || o->sync_sent)
             continue;
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * (size_t)env->nchannels];
@@ -813,6 +908,69 @@ static int unmerge(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops)
         }
     }
     return changed;
+}
+
+/* A rooted call of two ranks over shared memory whose pieces go one way only: the receiver
+ * checks the sender's signature on every piece and sends no handshake (ORB_SYNC_VOUCH); the
+ * sender expects none, and keeps its signature for what may turn up later (orb_exec_due_t).
+ * Both decide from their own call alone, so ranks that disagree decide apart: two senders
+ * return, and their pieces wait unreceived (found by the next call that receives from the
+ * peer, by a run that may not defer, or by a sender blocked on a full FIFO: strays); two
+ * receivers wait, and after ORB_EXEC_UNMERGE_S send LATE handshakes that each finds. */
+static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
+{
+    const size_t nch = (size_t)env->nchannels;
+    const int peer = o->sync_next; /* two ranks: sync_prev too */
+    if (!env->send[(size_t)peer * nch].ops->tail_is_receivers)
+        return;
+    /* Lane 0 carries the sender's first piece and the receiver's first look: where plans agree,
+     * the sender's lane 0 sends exactly where the receiver's lane 0 receives. */
+    const unsigned m = o->plan->moves;
+    if ((m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
+        /* its lanes check every piece, the first with the sender's handshake on it; nothing of
+         * the handshake is left to do but a LATE one (unmerge) */
+        o->vouch = ORB_VOUCH_CHECKS;
+        o->sync_merge = ORB_SYNC_VOUCH;
+        o->sync_sent = o->sync_recvd = 1;
+    } else if ((m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
+        orb_exec_due_t *d = env->due;
+        const int e = (int)(o->sig.seq % ORB_EXEC_DUE_CAP);
+        o->vouch = ORB_VOUCH_TRUSTED;
+        o->sync_recvd = 1;
+        o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
+        d->hist_seq[e] = o->sig.seq + 1;
+        d->hist_sig[e] = o->sig;
+    }
+}
+
+/* A sender to a vouching peer that waits (a full FIFO, or a run that may not defer waiting for
+ * the peer to take its pieces): a piece of the peer's that it never receives (any but a LATE
+ * handshake) means the two disagreed, as two senders do. Returns 1 when it took a LATE piece,
+ * 0 when there is nothing to see, or a negative status. */
+static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *err, size_t errlen)
+{
+    const orb_exec_due_t *d = env->due;
+    int peer = -1;
+    const orb_slot_hdr_t *mine = NULL;
+    for (int i = 0; i < nops; i++)
+        if (ops[i].vouch == ORB_VOUCH_TRUSTED) {
+            peer = ops[i].sync_next;
+            mine = &ops[i].sig;
+        }
+    if (nops == 0 && d && d->confirm_pos)
+        peer = d->confirm_peer;
+    if (peer < 0 || due_from(env, peer))
+        return 0;
+    orb_conn_t *rc = &env->recv[(size_t)peer * (size_t)env->nchannels];
+    orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+    if (!rh)
+        return 0;
+    if (rh->flags & ORB_PIECE_LATE)
+        return late_piece(env, ops, nops, rc, rh, peer, err, errlen);
+    const orb_slot_hdr_t *h = mine ? mine_for(env, mine, rh) : sent_call(env, rh->seq);
+    if (!h) /* (a run that may not defer: the peer's piece names a call this rank did not send in) */
+        h = &d->hist_sig[d->confirm_seq % ORB_EXEC_DUE_CAP];
+    return piece_mismatch(env, h, rh, 0, peer, err, errlen);
 }
 
 static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
@@ -833,6 +991,9 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
             o->sync_merge = !(props & ORB_STEP_RECVS)           ? ORB_SYNC_ON_FIRST
                             : first->recv_peer == o->sync_prev ? ORB_SYNC_AFTER_RECV
                                                                : 0;
+        o->vouch = ORB_VOUCH_NONE;
+        if (nops == 1 && env->nranks == 2 && o->sync_next >= 0 && o->sync_defer && env->due)
+            vouch_setup(env, o);
     }
 
     /* Calls of one lane of small pieces: the first pass streamlined (most end in it) */
@@ -878,6 +1039,15 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
             idle_passes = 0;
             continue;
         }
+        if (now - idle_since >= ORB_EXEC_UNMERGE_S) {
+            const int m = strays(env, ops, nops, err, errlen);
+            if (m < 0)
+                return (orb_status_t)m;
+            if (m > 0) {
+                idle_passes = 0;
+                continue;
+            }
+        }
         if (now - idle_since < env->spin_s)
             continue;
         if (now - idle_since < env->spin_s + env->yield_s) {
@@ -922,6 +1092,12 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
                           size_t errlen)
 {
     orb_status_t st = run_ops(env, ops, nops, err, errlen);
+    for (int i = 0; st == ORB_OK && i < nops; i++)
+        if (ops[i].vouch == ORB_VOUCH_TRUSTED) { /* its pieces are the peer's to take: see one_pass */
+            env->due->confirm_peer = ops[i].sync_next;
+            env->due->confirm_pos = env->send[(size_t)ops[i].sync_next * (size_t)env->nchannels].pos;
+            env->due->confirm_seq = ops[i].sig.seq;
+        }
     /* A failed call returns to a caller who may reuse its buffers at once: pieces that still
      * travel as addresses the transport has not sent yet are copied into their slots first
      * (connections without settle: shared memory, whose peer reads the address itself). */

@@ -155,7 +155,15 @@ orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args)
                               &plan->in_count, &plan->out_count);
     if (st == ORB_OK)
         st = fn(plan);
-    if (st != ORB_OK)
+    if (st != ORB_OK) {
         orb_plan_free(plan);
-    return st;
+        return st;
+    }
+    for (int ch = 0; ch < plan->nlanes; ch++) /* what the executor asks of every call (exec_cpu.c) */
+        for (size_t i = 0; i < plan->lanes[ch].nsteps; i++) {
+            const unsigned props = orb_step_props(plan->lanes[ch].steps[i].kind);
+            plan->moves |= ((props & ORB_STEP_SENDS) ? ORB_PLAN_SENDS | (ch == 0 ? ORB_PLAN_LANE0_SENDS : 0u) : 0u) |
+                           ((props & ORB_STEP_RECVS) ? ORB_PLAN_RECVS | (ch == 0 ? ORB_PLAN_LANE0_RECVS : 0u) : 0u);
+        }
+    return ORB_OK;
 }

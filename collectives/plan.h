@@ -123,7 +123,13 @@ typedef struct {
     size_t scratch_count; /* elements of workspace (ORB_BUF_SCRATCH) the executor supplies */
     int nlanes;       /* == args.nchannels */
     orb_lane_t lanes[ORB_MAX_CHANNELS];
+    unsigned moves;   /* ORB_PLAN_*: whether any step sends or receives (and lane 0's), set by orb_plan_build */
 } orb_plan_t;
+
+#define ORB_PLAN_SENDS 1u
+#define ORB_PLAN_RECVS 2u
+#define ORB_PLAN_LANE0_SENDS 4u
+#define ORB_PLAN_LANE0_RECVS 8u
 
 /* Builds the plan of args->rank. The plan owns its step arrays: orb_plan_free. */
 orb_status_t orb_plan_build(orb_plan_t *plan, const orb_plan_args_t *args);

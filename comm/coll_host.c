@@ -164,7 +164,7 @@ static orb_status_t run_failed(struct orb_comm *c, orb_status_t st, const char *
 
 orb_status_t orb_host_settle(struct orb_comm *c)
 {
-    if (!c->due.n)
+    if (!c->due.n && !c->due.confirm_pos)
         return ORB_OK;
     orb_status_t st = usable(c);
     if (st != ORB_OK)

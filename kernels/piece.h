@@ -36,6 +36,11 @@ static inline void orb_piece_hdr_put(orb_slot_hdr_t *dst, const orb_slot_hdr_t *
 
 #define ORB_PIECE_REMOTE 1u
 #define ORB_PIECE_SYNC 2u
+/* A handshake sent late: a rank that was to vouch for its neighbour by checking its data
+ * (collectives/exec.h, ORB_SYNC_VOUCH) waited ORB_EXEC_UNMERGE_S without it and sent its own
+ * signature after all. Whoever finds it checks it against its call of that number if it is in
+ * that call, and drops it otherwise. */
+#define ORB_PIECE_LATE 4u
 
 #ifdef __cplusplus
 static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");

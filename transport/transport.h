@@ -30,6 +30,10 @@ typedef struct {
      * buffer once the call has returned. The executor calls it when a call fails with such
      * pieces unsent; it may wait a moment for the transport's own thread, never for a peer. */
     void (*settle)(orb_conn_t *c);
+    /* The send side's ctrl->tail counts the slots the receiver has taken (shared memory),
+     * not those the transport has sent on (sockets, verbs): a sender can tell its piece
+     * reached the peer's executor. */
+    int tail_is_receivers;
 } orb_conn_ops_t;
 
 typedef struct {

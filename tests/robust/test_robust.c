@@ -160,6 +160,9 @@ static int mode_mismatch(void)
         /* ... and where it rides on data, a neighbour whose call takes no piece from the root
          * (count 0: a handshake and nothing else) must not count it as its handshake */
         {{"broadcast root 0", 1, 64, ORB_FLOAT32, ORB_SUM, 0}, {"allreduce count 0", 0, 0, ORB_FLOAT32, ORB_SUM, 0}},
+        /* count 0: a handshake and nothing else, so no data piece names the disagreement and
+         * the handshake's own signature must (two ranks: nothing moves one way to vouch for) */
+        {{"broadcast count 0 root 0", 1, 0, ORB_FLOAT32, ORB_SUM, 0}, {"root 1", 1, 0, ORB_FLOAT32, ORB_SUM, 1}},
     };
     const size_t ncases = sizeof cases / sizeof cases[0];
     float *a = calloc(1 << 20, sizeof(float)), *b = calloc(1 << 20, sizeof(float));
@@ -191,8 +194,9 @@ static int mode_mismatch(void)
      * they learn that the neighbour disagreed, and its message names the rooted call. Two
      * ranks: each is the other's neighbour (with more, a rank whose neighbours agree with it
      * hears of the others' disagreement at its next call, which this does not make). */
-    static const size_t rooted[] = {7, 8, 9, 12};
-    for (size_t j = 0; nranks == 2 && j < sizeof rooted / sizeof rooted[0]; j++) {
+    static const size_t rooted[] = {7, 8, 9, 12, 14};
+    const size_t nrooted = sizeof rooted / sizeof rooted[0];
+    for (size_t j = 0; nranks == 2 && j < nrooted; j++) {
         const size_t i = rooted[j];
         orb_comm_t c = init();
         /* the others call late, so that rank 0's broadcast has sent everything, left its
@@ -256,7 +260,7 @@ static int mode_mismatch(void)
     }
     free(a);
     free(b);
-    return finish(2 * (int)ncases + (nranks == 2 ? 8 : 0) + (nranks >= 3 ? 2 : 0));
+    return finish(2 * (int)ncases + (nranks == 2 ? 2 * (int)nrooted : 0) + (nranks >= 3 ? 2 : 0));
 }
 
 /* ---- timeout ------------------------------------------------------------------------- */
@@ -597,8 +601,10 @@ static int mark_seen(const char *what, int peer)
 }
 
 /* 1. With FIFOs of `slots` slots, rank 0 returns from `window` broadcasts before any other rank
- * makes one, and not from one more: window = slots (16), or the cap where the FIFO is deeper
- * (80 slots: 64, the window and not a full FIFO stops the root). */
+ * makes one, and not from one more: window = slots (16), or with more than two ranks the cap
+ * where the FIFO is deeper (80 slots: 64, the window of due handshakes and not a full FIFO
+ * stops the root). Two ranks over shared memory: the receiver vouches for the root's calls
+ * (collectives/exec.h, ORB_SYNC_VOUCH), none is left due, and the full FIFO stops it (80). */
 static void runahead_window(const char *slots, const char *slot_bytes, int window)
 {
     setenv("ORBIT_SHM_SLOTS", slots, 1);
@@ -631,8 +637,8 @@ static void runahead_window(const char *slots, const char *slot_bytes, int windo
                  slots);
         check(ahead, what, detail);
         usleep(200000); /* rank 0 cannot return from one more now; were it to, this is time enough to see it */
-        snprintf(what, sizeof what, "rank 0 did not return from broadcast %d while %d handshakes were due (%s slots)",
-                 window + 1, window, slots);
+        snprintf(what, sizeof what, "rank 0 did not return from broadcast %d with %d ahead (%s slots)", window + 1,
+                 window, slots);
         snprintf(detail, sizeof detail, "rank 0 marked its call %d done before this rank made its first", window + 1);
         check(!mark_seen(past_mark, rank), what, detail);
         /* no other rank starts before every one has looked (rank 0 waits for its ring neighbour's
@@ -673,7 +679,7 @@ static void runahead_window(const char *slots, const char *slot_bytes, int windo
 static int mode_runahead(void)
 {
     runahead_window("16", "262144", 16);
-    runahead_window("80", "4096", RUNAHEAD_CAP);
+    runahead_window("80", "4096", nranks == 2 ? 80 : RUNAHEAD_CAP);
     /* parts 2 and 3: FIFOs deeper than the 8 calls rank 0 runs ahead */
     setenv("ORBIT_SHM_SLOTS", "16", 1);
     unsetenv("ORBIT_SHM_SLOT_BYTES");
@@ -732,10 +738,77 @@ static int mode_runahead(void)
     return finish(rank == 0 ? 8 : 12);
 }
 
+/* ---- vouch ----------------------------------------------------------------------------- */
+
+static float vouch_value(int call, int r, size_t i) { return (float)(call * 10000 + r * 100 + (int)i); }
+
+/* Two ranks over shared memory: in a rooted call whose data goes one way the receiver checks
+ * the sender's signature on its pieces and sends no handshake back (collectives/exec.h,
+ * ORB_SYNC_VOUCH). With more ranks the same calls run the handshake ring; the checks hold
+ * there too. */
+static int mode_vouch(void)
+{
+    enum { N = 16 };
+    float a[N], all[8 * N];
+    char detail[2048];
+
+    /* 1. A slow root: the others wait past ORB_EXEC_UNMERGE_S (20 ms; a waiter that sleeps
+     * looks at the clock when its doorbell rings or after 0.1 s, so 150 ms) for its piece and
+     * send their signatures after all (LATE); the root meets those pieces in the calls that
+     * next receive from them, a gather to it and an all-gather, and passes over them. */
+    orb_comm_t c = init();
+    const int last = nranks - 1; /* (known once init has run) */
+    orb_status_t st = ORB_OK;
+    int wrong = 0, k;
+    for (k = 0; k < 3 && st == ORB_OK; k++) {
+        for (size_t i = 0; i < N; i++)
+            a[i] = rank == last ? vouch_value(k, last, i) : -1.0f;
+        if (rank == last)
+            usleep(150000);
+        st = orb_broadcast(a, a, N, ORB_FLOAT32, last, c, NULL);
+        for (size_t i = 0; st == ORB_OK && i < N; i++)
+            wrong += a[i] != vouch_value(k, last, i);
+    }
+    for (size_t i = 0; i < N; i++)
+        a[i] = vouch_value(k, rank, i);
+    if (st == ORB_OK)
+        st = orb_gather(a, all, N, ORB_FLOAT32, last, c, NULL);
+    for (int r = 0; st == ORB_OK && rank == last && r < nranks && r < 8; r++)
+        for (size_t i = 0; i < N; i++)
+            wrong += all[(size_t)r * N + i] != vouch_value(k, r, i);
+    if (st == ORB_OK)
+        st = orb_allgather(a, all, N, ORB_FLOAT32, c, NULL);
+    for (int r = 0; st == ORB_OK && r < nranks && r < 8; r++)
+        for (size_t i = 0; i < N; i++)
+            wrong += all[(size_t)r * N + i] != vouch_value(k, r, i);
+    snprintf(detail, sizeof detail, "%s, %d values wrong: %s", orb_status_name(st), wrong, orb_comm_last_error(c));
+    check(st == ORB_OK && wrong == 0, "a root 150 ms late three times, then a gather to it and an all-gather", detail);
+    check(orb_comm_destroy(c) == ORB_OK, "destroy after the late root", orb_comm_last_error(NULL));
+
+    /* 2. Ranks that each call themselves the root keep broadcasting: with two, both send and
+     * neither receives, so each fills the other's FIFO (8 slots), waits for room, and names
+     * the piece of the other's it never took, well before ORBIT_TIMEOUT. */
+    c = init();
+    st = ORB_OK;
+    const double t0 = now();
+    for (k = 1; k <= 40 && st == ORB_OK; k++)
+        st = orb_broadcast(a, a, N, ORB_FLOAT32, rank == 0 ? 0 : 1, c, NULL);
+    const double took = now() - t0;
+    const char *msg = orb_comm_last_error(c);
+    snprintf(detail, sizeof detail, "broadcast %d: %s after %.2f s: %s", k - 1, orb_status_name(st), took, msg);
+    check(st == ORB_ERR_MISMATCH && took < 2.0, "senders that disagree on the root: mismatch", detail);
+    if (nranks == 2)
+        check(strstr(msg, "broadcast #1 (count 16, float32, root 0)") &&
+                  strstr(msg, "broadcast #1 (count 16, float32, root 1)"),
+              "the message names both first broadcasts", detail);
+    orb_comm_destroy(c);
+    return finish(nranks == 2 ? 4 : 3);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_robust mismatch|vmismatch|timeout|abort|stranger|tcpsettle|runahead|chaos SEED\n");
+        fprintf(stderr, "usage: test_robust mismatch|vmismatch|timeout|abort|stranger|tcpsettle|runahead|vouch|chaos SEED\n");
         return 2;
     }
     if (!strcmp(argv[1], "mismatch"))
@@ -752,6 +825,8 @@ int main(int argc, char **argv)
         return mode_tcpsettle();
     if (!strcmp(argv[1], "runahead"))
         return mode_runahead();
+    if (!strcmp(argv[1], "vouch"))
+        return mode_vouch();
     if (!strcmp(argv[1], "forever")) { /* for the launcher-kill test */
         orb_comm_t c = init();
         float x = 1, y;

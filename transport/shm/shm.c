@@ -79,6 +79,7 @@ const orb_conn_ops_t orb_shm_conn_ops = {
     .send_post = shm_send_post,
     .recv_acquire = shm_recv_acquire,
     .recv_release = shm_recv_release,
+    .tail_is_receivers = 1,
 };
 
 /* ---- segments ----------------------------------------------------------------------- */
