@@ -3,19 +3,22 @@
 # Between near cores on the project's VMs the same build's 8-byte calls take 0.15 or 0.22-0.25 us
 # from one run to the next (docs/perf.md), so a change of a tenth in the call path cannot be
 # seen in time; callgrind counts it to a few instructions.
-#   bash bench/call_instr.sh [-s BYTES] [-r RANK] [-c "COLL ..."] BUILD [OTHER_BUILD]
+#   bash bench/call_instr.sh [-s BYTES] [-r RANK] [-c "COLL ..."] [-k K] BUILD [OTHER_BUILD]
 # For each collective, 2 ranks: rank RANK runs under callgrind, the other natively (so the
 # measured one seldom waits), twice, with N1 and N2 timed calls; (total(N2) - total(N1)) /
 # (N2 - N1) is one call's instructions with start-up and warm-up cancelled. Spinning where the
-# measured rank waits adds a little (tens of instructions). With OTHER_BUILD, a column for it
-# and OTHER/BUILD. Needs valgrind (installed through scripts/deps.sh when missing).
+# measured rank waits adds a little: the same build's figure moves by up to ~50 from run to run
+# (2026-11-29), so -k K measures each build K times, alternating, and prints the median with
+# the range (lo-hi) beside it; a change of a few percent needs K >= 3 to be told from that.
+# With OTHER_BUILD, a column for it and OTHER/BUILD (of the medians). Needs valgrind
+# (installed through scripts/deps.sh when missing).
 set -euo pipefail
-size=8 rank=0 colls="allreduce broadcast reduce allgather reduce_scatter gather scatter alltoall sendrecv"
+size=8 rank=0 k=1 colls="allreduce broadcast reduce allgather reduce_scatter gather scatter alltoall sendrecv"
 n1=${CALL_INSTR_N1:-5000} n2=${CALL_INSTR_N2:-10000}
 usage() { sed -n 2,11p "$0"; }
-while getopts "s:r:c:h" opt; do
+while getopts "s:r:c:k:h" opt; do
     case $opt in
-    s) size=$OPTARG ;; r) rank=$OPTARG ;; c) colls=$OPTARG ;;
+    s) size=$OPTARG ;; r) rank=$OPTARG ;; c) colls=$OPTARG ;; k) k=$OPTARG ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -23,6 +26,7 @@ done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] && [ $# -le 2 ] || { usage >&2; exit 2; }
 case $rank in 0 | 1) ;; *) echo "$0: -r takes 0 or 1 (2 ranks)" >&2; exit 2 ;; esac
+case $k in '' | *[!0-9]* | 0) echo "$0: -k takes a whole number of runs, at least 1" >&2; exit 2 ;; esac
 case $n1$n2 in *[!0-9]*) echo "$0: CALL_INSTR_N1 and CALL_INSTR_N2 take whole numbers" >&2; exit 2 ;; esac
 [ "$n2" -gt "$n1" ] || { echo "$0: CALL_INSTR_N2 ($n2) must be larger than CALL_INSTR_N1 ($n1)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,20 +63,34 @@ per_call() { # build coll -> instructions a call, or "-" when a run failed
     echo $(((t2 - t1) / (n2 - n1)))
 }
 
-echo "# instructions a call (callgrind), $size B, 2 ranks, rank $rank measured; $(date -u +%FT%RZ)"
+# median and range of the numbers given ("-" when any is "-"): "MEDIAN LO-HI"
+summary() {
+    case " $* " in *" - "*) echo "- -"; return ;; esac
+    printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {
+        m = NR % 2 ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2)
+        print m, (NR > 1 ? v[1] "-" v[NR] : "")}'
+}
+
+echo "# instructions a call (callgrind), $size B, 2 ranks, rank $rank measured, median of $k run(s)" \
+    "$( [ "$k" -gt 1 ] && echo "(range beside it)" ); $(date -u +%FT%RZ)"
 if [ ${#builds[@]} -eq 1 ]; then
-    printf '%-16s %10s\n' collective "${builds[0]}"
+    printf '%-16s %10s %12s\n' collective "${builds[0]}" ""
 else
-    printf '%-16s %10s %10s %8s   (A = %s, B = %s)\n' collective A B B/A "${builds[0]}" "${builds[1]}"
+    printf '%-16s %10s %12s %10s %12s %8s   (A = %s, B = %s)\n' collective A "" B "" B/A "${builds[0]}" "${builds[1]}"
 fi
 for c in $colls; do
-    a=$(per_call "${builds[0]}" "$c")
+    as=() bs=()
+    for ((i = 0; i < k; i++)); do # alternating, so that a change of the machine's mood hits both
+        as+=("$(per_call "${builds[0]}" "$c")")
+        [ ${#builds[@]} -eq 1 ] || bs+=("$(per_call "${builds[1]}" "$c")")
+    done
+    read -r a ar <<<"$(summary "${as[@]}")"
     if [ ${#builds[@]} -eq 1 ]; then
-        printf '%-16s %10s\n' "$c" "$a"
+        printf '%-16s %10s %12s\n' "$c" "$a" "$ar"
     else
-        b=$(per_call "${builds[1]}" "$c")
+        read -r b br <<<"$(summary "${bs[@]}")"
         r=-
         [ "$a" != - ] && [ "$b" != - ] && [ "$a" -gt 0 ] && r=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')
-        printf '%-16s %10s %10s %8s\n' "$c" "$a" "$b" "$r"
+        printf '%-16s %10s %12s %10s %12s %8s\n' "$c" "$a" "$ar" "$b" "$br" "$r"
     fi
 done
