@@ -99,11 +99,10 @@ typedef struct {
      * the peer checks their pieces. What is left of them: the last such call's end on
      * channel 0 to confirm_peer (confirm_pos, 0: none), which a run that may not defer waits
      * to see taken (a peer that disagreed never takes it, and its own pieces then wait here
-     * unreceived: both are named); and their signatures (hist_*, by call number modulo the
+     * unreceived: both are named); and their signatures (hist_sig, by call number modulo the
      * cap), to name this rank's call when a piece of the peer's for it turns up later. */
     int confirm_peer;
     uint64_t confirm_pos, confirm_seq;
-    uint64_t hist_seq[ORB_EXEC_DUE_CAP];
     orb_slot_hdr_t hist_sig[ORB_EXEC_DUE_CAP];
 } orb_exec_due_t;
 

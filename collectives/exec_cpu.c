@@ -102,7 +102,7 @@ static const orb_slot_hdr_t *sent_call(const orb_exec_env_t *env, uint64_t seq)
 {
     const orb_exec_due_t *d = env->due;
     const int e = (int)(seq % ORB_EXEC_DUE_CAP);
-    return d && d->hist_seq[e] == seq + 1 ? &d->hist_sig[e] : NULL;
+    return d && seq && d->hist_sig[e].seq == seq ? &d->hist_sig[e] : NULL; /* (calls count from 1) */
 }
 
 /* This rank's signature to name beside a peer's piece got that does not match: its own call of
@@ -134,6 +134,23 @@ static int late_piece(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
         return piece_mismatch(env, h, rh, 0, peer, err, errlen);
     rc->ops->recv_release(rc);
     return 1;
+}
+
+/* The next piece from peer on rc past any LATE handshakes, which late_piece checks or drops:
+ * every look at a FIFO but the streamlined pass's (which leaves them to this). NULL when none
+ * is in, or on a mismatch (*st < 0; else *st is left alone). */
+static orb_slot_hdr_t *recv_head(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, orb_conn_t *rc,
+                                 int peer, int *st, char *err, size_t errlen)
+{
+    orb_slot_hdr_t *rh;
+    while ((rh = rc->ops->recv_acquire(rc)) && (rh->flags & ORB_PIECE_LATE)) {
+        const int m = late_piece(env, ops, nops, rc, rh, peer, err, errlen);
+        if (m < 0) {
+            *st = m;
+            return NULL;
+        }
+    }
+    return rh;
 }
 
 /* Is a handshake piece of an earlier call still due from peer (channel 0)? It comes first. */
@@ -183,13 +200,10 @@ static int drain_due(const orb_exec_env_t *env, const orb_exec_op_t *ops, int no
             behind = blocked[j] == peer;
         if (!behind) {
             orb_conn_t *rc = &env->recv[(size_t)peer * (size_t)env->nchannels];
-            orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-            if (rh && (rh->flags & ORB_PIECE_LATE)) { /* ahead of the piece due: checked or dropped */
-                const int m = late_piece(env, ops, nops, rc, rh, peer, err, errlen);
-                if (m < 0)
-                    return m;
-                continue;
-            }
+            int st = 0;
+            orb_slot_hdr_t *rh = recv_head(env, ops, nops, rc, peer, &st, err, errlen);
+            if (st < 0)
+                return st;
             if (rh) {
                 if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[e]))
                     return piece_mismatch(env, &d->sig[e], rh, 0, peer, err, errlen);
@@ -304,13 +318,11 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         b->for_data = 1;
     } else if (!o->sync_recvd && (nops == 1 || conn_free_for(ops, i, 0, o->sync_prev, 0))) {
         orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch];
-        orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
-        if (rh && (rh->flags & ORB_PIECE_LATE)) {
-            const int m = late_piece(env, ops, nops, rc, rh, o->sync_prev, err, errlen);
-            if (m < 0)
-                return m;
-            moved += m;
-        } else if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: lane 0 takes it and checks it */
+        int st = 0;
+        orb_slot_hdr_t *rh = recv_head(env, ops, nops, rc, o->sync_prev, &st, err, errlen);
+        if (st < 0)
+            return st;
+        if (rh && (rh->flags & ORB_PIECE_SYNC)) { /* on a piece of data: lane 0 takes it and checks it */
             if (!lane0_takes_from(o, o->sync_prev))
                 return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, 0, o->sync_prev, err, errlen);
             o->sync_recvd = 1;
@@ -543,17 +555,13 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             }
         }
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
-        if (rc && !(rh = rc->ops->recv_acquire(rc))) {
+        int st = 0;
+        if (rc && !(rh = recv_head(env, ops, nops, rc, s->recv_peer, &st, err, errlen))) {
+            if (st < 0)
+                return st;
             b->peer = s->recv_peer;
             b->for_data = 1;
             break;
-        }
-        if (rh && (rh->flags & ORB_PIECE_LATE)) { /* a neighbour's late handshake: checked or dropped */
-            const int m = late_piece(env, ops, nops, rc, rh, s->recv_peer, err, errlen);
-            if (m < 0)
-                return m;
-            moved++;
-            continue;
         }
         if (sc && !(sh = sc->ops->send_acquire(sc))) {
             b->peer = s->send_peer;
@@ -938,15 +946,14 @@ static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
         o->vouch = ORB_VOUCH_TRUSTED;
         o->sync_recvd = 1;
         o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
-        d->hist_seq[e] = o->sig.seq + 1;
         d->hist_sig[e] = o->sig;
     }
 }
 
 /* A sender to a vouching peer that waits (a full FIFO, or a run that may not defer waiting for
  * the peer to take its pieces): a piece of the peer's that it never receives (any but a LATE
- * handshake) means the two disagreed, as two senders do. Returns 1 when it took a LATE piece,
- * 0 when there is nothing to see, or a negative status. */
+ * handshake) means the two disagreed, as two senders do. Returns 0 when there is nothing to
+ * see, or a negative status. */
 static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *err, size_t errlen)
 {
     const orb_exec_due_t *d = env->due;
@@ -962,11 +969,10 @@ static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops,
     if (peer < 0 || due_from(env, peer))
         return 0;
     orb_conn_t *rc = &env->recv[(size_t)peer * (size_t)env->nchannels];
-    orb_slot_hdr_t *rh = rc->ops->recv_acquire(rc);
+    int st = 0;
+    orb_slot_hdr_t *rh = recv_head(env, ops, nops, rc, peer, &st, err, errlen);
     if (!rh)
-        return 0;
-    if (rh->flags & ORB_PIECE_LATE)
-        return late_piece(env, ops, nops, rc, rh, peer, err, errlen);
+        return st;
     const orb_slot_hdr_t *h = mine ? mine_for(env, mine, rh) : sent_call(env, rh->seq);
     if (!h) /* (a run that may not defer: the peer's piece names a call this rank did not send in) */
         h = &d->hist_sig[d->confirm_seq % ORB_EXEC_DUE_CAP];
@@ -1043,10 +1049,6 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
             const int m = strays(env, ops, nops, err, errlen);
             if (m < 0)
                 return (orb_status_t)m;
-            if (m > 0) {
-                idle_passes = 0;
-                continue;
-            }
         }
         if (now - idle_since < env->spin_s)
             continue;
