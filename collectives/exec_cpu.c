@@ -476,12 +476,10 @@ static void slot_copy_timed(const orb_exec_env_t *env, orb_conn_t *sc, size_t by
 /* A piece for sc's slot fwd (and for dst when the step writes its output), written with the
  * stores slot_stores.h picks; out_stream: the call's output streams past the caches. Returns
  * 0 where the caller is to write it with ordinary stores, as it always did. */
-static int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_op_t *o, unsigned props, void *dst,
-                      void *fwd, const void *src, const void *in, size_t n, int pd, int out_stream)
+static int slot_write_picked(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_op_t *o, unsigned props,
+                             void *dst, void *fwd, const void *src, const void *in, size_t n, int pd, int out_stream)
 {
     const size_t bytes = n * orb_dtype_bytes(o->dtype);
-    if (bytes < ORB_SLOT_STORES_MIN_PIECE && sc->stores.mode != ORB_SLOT_STORES_STREAM)
-        return 0; /* every small piece, before a call: the latency calls' path */
     switch (orb_slot_stores_pick(&sc->stores, bytes, !dst && !(props & ORB_STEP_REDUCES), sc->pos, sc->nslots)) {
     case ORB_SLOT_WRITE_STREAM:
         slot_streamed(dst, fwd, src, in, n, o, props, pd, out_stream);
@@ -495,6 +493,16 @@ static int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_
     default:
         return 0;
     }
+}
+
+/* Every small piece is told here, inline, before a call (the latency calls' path: the call
+ * and its return were some 50 instructions of a small call's 1400). */
+static inline int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const orb_exec_op_t *o, unsigned props,
+                             void *dst, void *fwd, const void *src, const void *in, size_t n, int pd, int out_stream)
+{
+    if (n * orb_dtype_bytes(o->dtype) < ORB_SLOT_STORES_MIN_PIECE && sc->stores.mode != ORB_SLOT_STORES_STREAM)
+        return 0;
+    return slot_write_picked(env, sc, o, props, dst, fwd, src, in, n, pd, out_stream);
 }
 
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
@@ -670,33 +678,45 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
 static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, size_t errlen)
 {
     const orb_lane_t *lane = &o->plan->lanes[0];
+    const orb_step_t *steps = lane->steps;
+    const size_t nsteps = lane->nsteps;
     const size_t esz = orb_dtype_bytes(o->dtype);
     const size_t nch = (size_t)env->nchannels;
-    while (o->step[0] < lane->nsteps) {
-        const orb_step_t *s = &lane->steps[o->step[0]];
+    const orb_exec_due_t *due = env->due;
+    /* The step in a local, written back on the way out: o is reached through pointers that
+     * the copies below might alias, so each use of o->step[0] was a load (a small call's path). */
+    size_t i = o->step[0];
+    for (; i < nsteps; i++) {
+        const orb_step_t *s = &steps[i];
         const unsigned props = orb_step_props(s->kind);
         const size_t bytes = s->count * esz;
         orb_conn_t *rc = NULL, *sc = NULL;
         if (props & ORB_STEP_RECVS) {
             rc = &env->recv[(size_t)s->recv_peer * nch];
             if (bytes > rc->slot_bytes)
-                return 0;
+                break;
         }
         if (props & ORB_STEP_SENDS) {
             sc = &env->send[(size_t)s->send_peer * nch];
             if (bytes > sc->slot_bytes)
-                return 0;
+                break;
         }
+        if (!props)
+            break; /* (the general loop names an unknown kind) */
+        /* handshake_ahead's cases, asked only where one can hold */
         int for_data;
-        if (!props || handshake_ahead(env, o, s, rc, sc, &for_data) >= 0)
-            return 0; /* (the general loop names an unknown kind) */
+        if (((o->sync_next >= 0 && (!o->sync_recvd || (!o->sync_sent && !o->sync_merge))) || (rc && due && due->n)) &&
+            handshake_ahead(env, o, s, rc, sc, &for_data) >= 0)
+            break;
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & (ORB_PIECE_REMOTE | ORB_PIECE_LATE))))
-            return 0; /* (the general loop reads an address piece, and checks or drops a late handshake) */
+            break; /* (the general loop reads an address piece, and checks or drops a late handshake) */
         if (sc && !(sh = sc->ops->send_acquire(sc)))
-            return 0;
-        if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig))))
+            break;
+        if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig)))) {
+            o->step[0] = i;
             return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, bytes, s->recv_peer, err, errlen);
+        }
         const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
         const char *src = step_src(o, s, props, 0, esz);
         char *dst = step_dst(o, s, props, 0, esz);
@@ -712,14 +732,15 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         else if (d1 != src || pd > 1)
             orb_kernel_copy(d1, d2, src, s->count, o->dtype, pd);
         if (sh) {
+            o->step[0] = i; /* (the header names the step) */
             data_header(env, o, 0, sh, bytes);
             sc->ops->send_post(sc);
         }
         if (rh)
             rc->ops->recv_release(rc);
-        o->step[0]++;
     }
-    return 1;
+    o->step[0] = i;
+    return i == nsteps;
 }
 
 static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
