@@ -505,6 +505,42 @@ static inline int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const or
     return slot_write_picked(env, sc, o, props, dst, fwd, src, in, n, pd, out_stream);
 }
 
+/* Up to 64 bytes from src to dst (apart, or the same: then nothing moves) in at most four
+ * moves, two of them overlapping where n falls between powers of two. A small call's copies
+ * (a root's own block, the piece into or out of its slot) went to orb_kernel_copy and libc's
+ * memcpy: some 55 instructions each, four times what they move. */
+static inline void copy_small(void *dst, const void *src, size_t n)
+{
+    char *d = dst;
+    const char *s = src;
+    if (d == s)
+        return;
+    if (n >= 16) {
+        const size_t w = n > 32 ? 32 : 16;
+        char a[32], b[32];
+        memcpy(a, s, w);
+        memcpy(b, s + n - w, w);
+        memcpy(d, a, w);
+        memcpy(d + n - w, b, w);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    }
+}
+#define COPY_SMALL_MAX 64
+
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
  * negative status. */
 static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
@@ -688,6 +724,16 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
     size_t i = o->step[0];
     for (; i < nsteps; i++) {
         const orb_step_t *s = &steps[i];
+        if (s->kind == ORB_STEP_COPY) { /* local: no peer, no handshake, no slot (a root's own block) */
+            const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
+            const char *src = step_src(o, s, ORB_STEP_READS_SRC, 0, esz);
+            char *dst = step_dst(o, s, ORB_STEP_WRITES_DST, 0, esz);
+            if (pd <= 1 && s->count * esz <= COPY_SMALL_MAX)
+                copy_small(dst, src, s->count * esz);
+            else if (dst != src || pd > 1)
+                orb_kernel_copy(dst, NULL, src, s->count, o->dtype, pd);
+            continue;
+        }
         const unsigned props = orb_step_props(s->kind);
         const size_t bytes = s->count * esz;
         orb_conn_t *rc = NULL, *sc = NULL;
@@ -725,9 +771,15 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         void *d1 = dst ? (void *)dst : fwd, *d2 = dst ? fwd : NULL;
         if (sh && slot_write(env, sc, o, props, dst, fwd, src, in, s->count, pd, 0)) {
             /* written, with the stores slot_stores.h picked */
-        } else if (props & ORB_STEP_REDUCES)
+        } else if (props & ORB_STEP_REDUCES) {
             orb_kernel_reduce(d1, d2, src, in, s->count, o->dtype, o->op, pd);
-        else if (in)
+        } else if (pd <= 1 && bytes <= COPY_SMALL_MAX) {
+            const void *from = in ? in : src;
+            if (d1)
+                copy_small(d1, from, bytes);
+            if (d2)
+                copy_small(d2, from, bytes);
+        } else if (in)
             orb_kernel_copy(d1, d2, in, s->count, o->dtype, pd);
         else if (d1 != src || pd > 1)
             orb_kernel_copy(d1, d2, src, s->count, o->dtype, pd);
@@ -743,7 +795,8 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
     return i == nsteps;
 }
 
-static int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
+static inline __attribute__((always_inline)) int quick_pass(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops,
+                                                          char *err, size_t errlen)
 {
     orb_exec_due_t *d = env->due;
     if (d && d->n) {
@@ -1000,7 +1053,8 @@ static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops,
     return piece_mismatch(env, h, rh, 0, peer, err, errlen);
 }
 
-static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
+static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_exec_env_t *env, orb_exec_op_t *ops,
+                                                                   int nops, char *err, size_t errlen)
 {
     for (int i = 0; i < nops; i++) { /* only the plan's lanes: nothing reads the others */
         orb_exec_op_t *o = &ops[i];
@@ -1111,10 +1165,10 @@ static orb_status_t run_ops(const orb_exec_env_t *env, orb_exec_op_t *ops, int n
     }
 }
 
-orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
-                          size_t errlen)
+static inline __attribute__((always_inline)) orb_status_t exec_run_n(const orb_exec_env_t *env, orb_exec_op_t *ops,
+                                                                    int nops, char *err, size_t errlen)
 {
-    orb_status_t st = run_ops(env, ops, nops, err, errlen);
+    orb_status_t st = run_ops_n(env, ops, nops, err, errlen);
     for (int i = 0; st == ORB_OK && i < nops; i++)
         if (ops[i].vouch == ORB_VOUCH_TRUSTED) { /* its pieces are the peer's to take: see one_pass */
             env->due->confirm_peer = ops[i].sync_next;
@@ -1131,4 +1185,11 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
                 c->ops->settle(c);
         }
     return st;
+}
+
+/* A call alone, the latency path, gets a copy built for one operation: its loops over the
+ * run's calls and its nops == 1 tests fold away (some 20 instructions of a small call). */
+orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err, size_t errlen)
+{
+    return nops == 1 ? exec_run_n(env, ops, 1, err, errlen) : exec_run_n(env, ops, nops, err, errlen);
 }

@@ -8,6 +8,7 @@
  * prints "rank R: N passed, N failed" and exits 1 on a failure of its own.
  *   orbitrun -n N test_group [ROUNDS] [LATE_MS]   (ORBIT_ALGO picks the plans, as everywhere)
  *   orbitrun -n N test_group wide                 (more shapes in one group than the plan cache holds)
+ *   orbitrun -n N test_group mixed                (two communicators and a refused call in one group)
  * LATE_MS: every rank but 0 enters each group that much later, and the group is gather to the
  * last rank (rank 0 only sends: done at once, its neighbour's handshake still due) and an
  * all-reduce (it cannot end before the others come): the group must not end with the gather. */
@@ -179,10 +180,84 @@ static int wide_group(orb_comm_t comm)
     return failed || passed != 2 * WIDE ? 1 : 0;
 }
 
+/* "mixed": one group of calls on two communicators (the world and its dup), taking turns, with
+ * a call that its checks refuse in the middle: the refused call returns its error at once,
+ * names its argument, and leaves the group as it was; the group then runs every other call,
+ * each communicator's in order. A grouped call is prepared in the group's queue (coll_front.c):
+ * the refused one must not take a place there, nor spoil the next call's. */
+static int mixed_group(orb_comm_t comm)
+{
+    orb_comm_t dup;
+    orb_status_t st = orb_comm_dup(comm, &dup);
+    if (st != ORB_OK) {
+        fprintf(stderr, "FAIL rank %d mixed: orb_comm_dup: %s: %s\n", rank, orb_status_name(st),
+                orb_comm_last_error(comm));
+        return 1;
+    }
+    enum { M = 4, N = 37 }; /* all-reduce (world), broadcast (dup), gather (world), all-reduce (dup) */
+    for (int round = 0; round < 3; round++) {
+        int32_t in[M][N], out[M][N * 8 + 1]; /* a gather's output: N a rank, up to 8 ranks */
+        for (int k = 0; k < M; k++) {
+            for (size_t i = 0; i < N; i++)
+                in[k][i] = input(rank, k + 8 * round, i);
+            for (size_t i = 0; i < N * 8 + 1; i++)
+                out[k][i] = -7;
+        }
+        const int broot = (round + 1) % nranks, groot = round % nranks;
+        orb_group_start();
+        orb_status_t s0 = orb_allreduce(in[0], out[0], N, ORB_INT32, ORB_SUM, comm, NULL);
+        orb_status_t bad = orb_broadcast(in[1], out[1], N, ORB_INT32, nranks, dup, NULL); /* root out of range */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", orb_comm_last_error(dup));
+        orb_status_t s1 = orb_broadcast(in[1], out[1], N, ORB_INT32, broot, dup, NULL);
+        orb_status_t s2 = orb_gather(in[2], out[2], N, ORB_INT32, groot, comm, NULL);
+        orb_status_t s3 = orb_allreduce(in[3], out[3], N, ORB_INT32, ORB_SUM, dup, NULL);
+        st = orb_group_end();
+        if (bad != ORB_ERR_INVALID_ARG || !strstr(msg, "orb_broadcast") || !strstr(msg, "root=")) {
+            failed++;
+            fprintf(stderr, "FAIL rank %d mixed round %d: the refused broadcast returned %s (\"%s\"), want "
+                            "ORB_ERR_INVALID_ARG naming orb_broadcast and root=\n", rank, round, orb_status_name(bad), msg);
+        }
+        if (s0 != ORB_OK || s1 != ORB_OK || s2 != ORB_OK || s3 != ORB_OK || st != ORB_OK) {
+            fprintf(stderr, "FAIL rank %d mixed round %d: calls %s %s %s %s, orb_group_end %s: %s\n", rank, round,
+                    orb_status_name(s0), orb_status_name(s1), orb_status_name(s2), orb_status_name(s3),
+                    orb_status_name(st), orb_comm_last_error(comm));
+            return 1;
+        }
+        for (int k = 0; k < M; k++) {
+            const int gathered = k == 2, rooted = k == 1 || k == 2;
+            const int root = k == 1 ? broot : groot;
+            const size_t n_out = gathered ? (rank == root ? (size_t)N * (size_t)nranks : 0) : N;
+            size_t bad_at = SIZE_MAX;
+            for (size_t i = 0; i < n_out && bad_at == SIZE_MAX; i++) {
+                int32_t want = 0;
+                if (gathered)
+                    want = input((int)(i / N), k + 8 * round, i % N);
+                else
+                    for (int r = 0; r < nranks; r++)
+                        want += !rooted || r == root ? input(r, k + 8 * round, i) : 0;
+                if (out[k][i] != want)
+                    bad_at = i;
+            }
+            if (bad_at != SIZE_MAX || out[k][n_out] != -7) {
+                failed++;
+                fprintf(stderr, "FAIL rank %d mixed round %d call %d: %s\n", rank, round, k,
+                        bad_at != SIZE_MAX ? "an element is wrong" : "the element past the output was written");
+            } else {
+                passed++;
+            }
+        }
+    }
+    printf("rank %d: %ld passed, %ld failed\n", rank, passed, failed);
+    orb_comm_destroy(dup);
+    orb_comm_destroy(comm);
+    return failed || passed != 3 * M ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-    const int wide = argc > 1 && !strcmp(argv[1], "wide");
-    const int rounds = argc > 1 && !wide ? atoi(argv[1]) : 3, late_ms = argc > 2 ? atoi(argv[2]) : 0;
+    const int wide = argc > 1 && !strcmp(argv[1], "wide"), mixed = argc > 1 && !strcmp(argv[1], "mixed");
+    const int rounds = argc > 1 && !wide && !mixed ? atoi(argv[1]) : 3, late_ms = argc > 2 ? atoi(argv[2]) : 0;
     orb_comm_t comm;
     orb_status_t st = orb_comm_init_env(&comm);
     if (st != ORB_OK) {
@@ -193,6 +268,8 @@ int main(int argc, char **argv)
     orb_comm_size(comm, &nranks);
     if (wide)
         return wide_group(comm);
+    if (mixed)
+        return mixed_group(comm);
     for (int round = 0; round < rounds; round++) {
         int32_t *in[NCALLS], *out[NCALLS];
         size_t n[NCALLS], in_n[NCALLS], out_n[NCALLS];
