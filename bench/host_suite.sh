@@ -11,10 +11,13 @@
 #   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
 #      reduce-scatter against the memory bound from bench/membw (bench/ratio_table.py); then the
 #      same over the runs whose c2c brackets say near only (8-table-near.txt)
+#   8b. each collective's instructions a call at 8 B against Open MPI's, rank 0 and rank 1
+#      (bench/call_instr.sh -m: callgrind, free of the machine's noise; where a small call's
+#      time follows its instructions, the side that needs more of them says where the gap is)
 # Usage: [SECTIONS="2 2b 8"] bench/host_suite.sh [BUILD_DIR] [REPS] [OUT_DIR]
 #   SECTIONS: which to run (default all); 8 reads whatever 1-2b left in OUT_DIR
 #   defaults: build 5 results/<UTC date>-<CPU model>; every run's table and JSON (nccl-tests
-#   rows, one object per line) are kept under OUT_DIR, and the suite's output is OUT_DIR/suite.txt,
+#   rows, one object per line) are kept under OUT_DIR, and the suite's output is added to OUT_DIR/suite.txt,
 #   so that every figure docs/perf.md quotes can be traced to the run it came from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,7 @@ cpu=$(awk -F': *' '/^model name/ && !n {n=$2} /^cpu family/ && !f {f=$2} /^model
       END {print n "-f" f "m" m}' /proc/cpuinfo | sed 's/[^A-Za-z0-9]\+/-/g; s/-$//')
 out=${3:-results/$(date -u +%F)-$cpu}
 mkdir -p "$out"
-exec > >(tee "$out/suite.txt") 2>&1
+exec > >(tee -a "$out/suite.txt") 2>&1 # appended: SECTIONS may split one suite over several runs
 echo "# raw output: $out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 orbitrun=$build/launcher/orbitrun
@@ -40,7 +43,7 @@ echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/b
 # with them. Printed here; compare.sh brackets each of its runs the same way (listed under its
 # tables and kept in runs-cores.txt, which bench/ratio_table.py shows).
 echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
-sections=" ${SECTIONS:-1 2 2b 3 4 5 5b 6 7 8} "
+sections=" ${SECTIONS:-1 2 2b 3 4 5 5b 6 7 8 8b} "
 want() { [[ $sections == *" $1 "* ]]; }
 
 if want 1; then
@@ -153,4 +156,11 @@ if want 8; then
   python3 bench/ratio_table.py "$out" "$out/8-membw.txt" | tee "$out/8-table.txt"
   # the same over the runs between cores that share a cache: what the code does, not the VM's spells
   echo; python3 bench/ratio_table.py --near 150 "$out" "$out/8-membw.txt" | tee "$out/8-table-near.txt"
+fi
+
+if want 8b; then
+  echo; echo "## 8b. instructions a call at 8 B, orbit against Open MPI (callgrind), rank 0 then rank 1"
+  for r in 0 1; do
+    bash bench/call_instr.sh -m -r "$r" "$build" | tee "$out/8b-instr-r$r.txt"
+  done
 fi
