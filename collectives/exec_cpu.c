@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/relax.h"
+#include "kernels/copy_small.h"
 #include "kernels/reduce.h"
 #include "transport/cma.h"
 
@@ -284,6 +285,16 @@ static void settle_under(orb_exec_op_t *o, const char *dst, size_t len)
     }
 }
 
+/* A handshake piece of its own for call o into sh: its signature, no data, no step. */
+static void handshake_header(const orb_exec_env_t *env, const orb_exec_op_t *o, orb_slot_hdr_t *sh, uint32_t flags)
+{
+    orb_piece_hdr_put(sh, &o->sig);
+    sh->nbytes = 0;
+    sh->step = UINT32_MAX;
+    sh->sender = env->rank;
+    sh->flags |= flags;
+}
+
 /* The handshake: returns pieces moved (>= 0) or a negative status. */
 static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, blocked_t *b, char *err,
                          size_t errlen)
@@ -296,10 +307,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         orb_conn_t *sc = &env->send[(size_t)o->sync_next * nch];
         orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
         if (sh) {
-            orb_piece_hdr_put(sh, &o->sig);
-            sh->nbytes = 0;
-            sh->step = UINT32_MAX;
-            sh->sender = env->rank;
+            handshake_header(env, o, sh, 0);
             sc->ops->send_post(sc);
             o->sync_sent = 1;
             moved++;
@@ -505,40 +513,18 @@ static inline int slot_write(const orb_exec_env_t *env, orb_conn_t *sc, const or
     return slot_write_picked(env, sc, o, props, dst, fwd, src, in, n, pd, out_stream);
 }
 
-/* n bytes (w <= n <= 2w, w at most 32) as the first w and the last w: both loaded before
- * either is stored, so it holds for any two buffers. Always inlined with w a constant: fixed
- * moves, no call. */
-static inline __attribute__((always_inline)) void copy_ends(char *d, const char *s, size_t n, size_t w)
+/* A piece's copy to d1 (and d2): small ones inline (copy_small.h), the rest by the kernel. */
+static inline void piece_copy(void *d1, void *d2, const void *src, size_t count, size_t bytes, orb_dtype_t dt, int pd)
 {
-    char a[32], b[32];
-    memcpy(a, s, w);
-    memcpy(b, s + n - w, w);
-    memcpy(d, a, w);
-    memcpy(d + n - w, b, w);
-}
-
-/* Up to 64 bytes from src to dst (apart, or the same: then nothing moves) in at most four
- * moves. A small call's copies (a root's own block, the piece into or out of its slot) went to
- * orb_kernel_copy and libc's memcpy: some 55 instructions each, four times what they move. */
-static inline void copy_small(void *dst, const void *src, size_t n)
-{
-    char *d = dst;
-    const char *s = src;
-    if (d == s)
+    if (pd > 1 || bytes > ORB_COPY_SMALL_MAX) {
+        orb_kernel_copy(d1, d2, src, count, dt, pd);
         return;
-    if (n > 32)
-        copy_ends(d, s, n, 32);
-    else if (n >= 16)
-        copy_ends(d, s, n, 16);
-    else if (n >= 8)
-        copy_ends(d, s, n, 8);
-    else if (n >= 4)
-        copy_ends(d, s, n, 4);
-    else
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i];
+    }
+    if (d1)
+        orb_copy_small(d1, src, bytes);
+    if (d2)
+        orb_copy_small(d2, src, bytes);
 }
-#define COPY_SMALL_MAX 64
 
 /* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
  * negative status. */
@@ -727,10 +713,7 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
             const int pd = (s->flags & ORB_STEP_POSTOP) ? o->postdiv : 0;
             const char *src = step_src(o, s, ORB_STEP_READS_SRC, 0, esz);
             char *dst = step_dst(o, s, ORB_STEP_WRITES_DST, 0, esz);
-            if (pd <= 1 && s->count * esz <= COPY_SMALL_MAX)
-                copy_small(dst, src, s->count * esz);
-            else if (dst != src || pd > 1)
-                orb_kernel_copy(dst, NULL, src, s->count, o->dtype, pd);
+            piece_copy(dst, NULL, src, s->count, s->count * esz, o->dtype, pd);
             continue;
         }
         const unsigned props = orb_step_props(s->kind);
@@ -772,16 +755,9 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
             /* written, with the stores slot_stores.h picked */
         } else if (props & ORB_STEP_REDUCES) {
             orb_kernel_reduce(d1, d2, src, in, s->count, o->dtype, o->op, pd);
-        } else if (pd <= 1 && bytes <= COPY_SMALL_MAX) {
-            const void *from = in ? in : src;
-            if (d1)
-                copy_small(d1, from, bytes);
-            if (d2)
-                copy_small(d2, from, bytes);
-        } else if (in)
-            orb_kernel_copy(d1, d2, in, s->count, o->dtype, pd);
-        else if (d1 != src || pd > 1)
-            orb_kernel_copy(d1, d2, src, s->count, o->dtype, pd);
+        } else {
+            piece_copy(d1, d2, in ? in : src, s->count, bytes, o->dtype, pd);
+        }
         if (sh) {
             o->step[0] = i; /* (the header names the step) */
             data_header(env, o, 0, sh, bytes);
@@ -956,11 +932,7 @@ static int send_late(const orb_exec_env_t *env, orb_exec_op_t *o)
     orb_slot_hdr_t *sh;
     if (rc->ops->recv_acquire(rc) || !(sh = sc->ops->send_acquire(sc)))
         return 0;
-    orb_piece_hdr_put(sh, &o->sig);
-    sh->nbytes = 0;
-    sh->step = UINT32_MAX;
-    sh->sender = env->rank;
-    sh->flags |= ORB_PIECE_LATE;
+    handshake_header(env, o, sh, ORB_PIECE_LATE);
     sc->ops->send_post(sc);
     o->sync_merge = 0;
     return 1;
