@@ -82,6 +82,7 @@ enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2 };
  * that many calls (sooner by the error a peer posts), and a rank returns ORB_OK only if every
  * piece it received carried its own signature, as before. */
 #define ORB_EXEC_DUE_CAP 64 /* a power of two: the ring's index is taken modulo it */
+#define ORB_EXEC_HIST_CAP 128 /* (orb_exec_due_t.hist_sig) a power of two, as above */
 
 enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2, ORB_SYNC_VOUCH = 3 }; /* orb_exec_op_t.sync_merge */
 /* How long a run waits for the receive a handshake is to ride after (ORB_SYNC_AFTER_RECV)
@@ -99,11 +100,12 @@ typedef struct {
      * the peer checks their pieces. What is left of them: the last such call's end on
      * channel 0 to confirm_peer (confirm_pos, 0: none), which a run that may not defer waits
      * to see taken (a peer that disagreed never takes it, and its own pieces then wait here
-     * unreceived: both are named); and their signatures (hist_sig, by call number modulo the
-     * cap), to name this rank's call when a piece of the peer's for it turns up later. */
+     * unreceived: both are named); and their signatures (hist_sig, by call number modulo
+     * ORB_EXEC_HIST_CAP), to name this rank's call when a piece of the peer's for it turns up
+     * later: as many as a FIFO's small ring (64 by default) holds calls in flight, and more. */
     int confirm_peer;
     uint64_t confirm_pos, confirm_seq;
-    orb_slot_hdr_t hist_sig[ORB_EXEC_DUE_CAP];
+    orb_slot_hdr_t hist_sig[ORB_EXEC_HIST_CAP];
 } orb_exec_due_t;
 
 /* How many handshakes a root may leave due with FIFOs of nslots slots. */

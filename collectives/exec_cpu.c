@@ -102,7 +102,7 @@ static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_slot_hdr
 static const orb_slot_hdr_t *sent_call(const orb_exec_env_t *env, uint64_t seq)
 {
     const orb_exec_due_t *d = env->due;
-    const int e = (int)(seq % ORB_EXEC_DUE_CAP);
+    const int e = (int)(seq % ORB_EXEC_HIST_CAP);
     return d && seq && d->hist_sig[e].seq == seq ? &d->hist_sig[e] : NULL; /* (calls count from 1) */
 }
 
@@ -305,7 +305,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     b->peer = -1;
     if (!o->sync_sent && !o->sync_merge && (nops == 1 || conn_free_for(ops, i, 0, o->sync_next, 1))) {
         orb_conn_t *sc = &env->send[(size_t)o->sync_next * nch];
-        orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
+        orb_slot_hdr_t *sh = sc->ops->send_acquire(sc, 0);
         if (sh) {
             handshake_header(env, o, sh, 0);
             sc->ops->send_post(sc);
@@ -592,7 +592,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 1;
             break;
         }
-        if (sc && !(sh = sc->ops->send_acquire(sc))) {
+        if (sc && !(sh = sc->ops->send_acquire(sc, n * esz))) {
             b->peer = s->send_peer;
             b->for_data = 0;
             break;
@@ -739,7 +739,7 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & (ORB_PIECE_REMOTE | ORB_PIECE_LATE))))
             break; /* (the general loop reads an address piece, and checks or drops a late handshake) */
-        if (sc && !(sh = sc->ops->send_acquire(sc)))
+        if (sc && !(sh = sc->ops->send_acquire(sc, bytes)))
             break;
         if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig)))) {
             o->step[0] = i;
@@ -930,7 +930,7 @@ static int send_late(const orb_exec_env_t *env, orb_exec_op_t *o)
     const size_t nch = (size_t)env->nchannels;
     orb_conn_t *rc = &env->recv[(size_t)o->sync_prev * nch], *sc = &env->send[(size_t)o->sync_next * nch];
     orb_slot_hdr_t *sh;
-    if (rc->ops->recv_acquire(rc) || !(sh = sc->ops->send_acquire(sc)))
+    if (rc->ops->recv_acquire(rc) || !(sh = sc->ops->send_acquire(sc, 0)))
         return 0;
     handshake_header(env, o, sh, ORB_PIECE_LATE);
     sc->ops->send_post(sc);
@@ -987,7 +987,7 @@ static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
         o->sync_sent = o->sync_recvd = 1;
     } else if ((m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
         orb_exec_due_t *d = env->due;
-        const int e = (int)(o->sig.seq % ORB_EXEC_DUE_CAP);
+        const int e = (int)(o->sig.seq % ORB_EXEC_HIST_CAP);
         o->vouch = ORB_VOUCH_TRUSTED;
         o->sync_recvd = 1;
         o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
@@ -1020,7 +1020,7 @@ static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops,
         return st;
     const orb_slot_hdr_t *h = mine ? mine_for(env, mine, rh) : sent_call(env, rh->seq);
     if (!h) /* (a run that may not defer: the peer's piece names a call this rank did not send in) */
-        h = &d->hist_sig[d->confirm_seq % ORB_EXEC_DUE_CAP];
+        h = &d->hist_sig[d->confirm_seq % ORB_EXEC_HIST_CAP];
     return piece_mismatch(env, h, rh, 0, peer, err, errlen);
 }
 

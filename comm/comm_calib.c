@@ -160,12 +160,12 @@ static void cache_write(const char *path, const char *key, const calib_fig_t *fi
 
 /* ---- the measurement ------------------------------------------------------------------ */
 
-/* A slot to send into (send) or a full one (recv), waiting as ranks wait in calls: spin,
- * or yield at once when the host has more ranks than CPUs. */
-static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, int yield, double deadline)
+/* A slot to send a piece of `bytes` into (send) or a full one (recv), waiting as ranks wait in
+ * calls: spin, or yield at once when the host has more ranks than CPUs. */
+static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, size_t bytes, int yield, double deadline)
 {
     for (unsigned k = 1;; k++) {
-        orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn) : conn->ops->recv_acquire(conn);
+        orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn, bytes) : conn->ops->recv_acquire(conn);
         if (h)
             return h;
         if (yield)
@@ -254,22 +254,22 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
             if (r == WARM_ROUNDS)
                 at[nat++] = t_first = now;
             last = r + 1 >= MAX_ROUNDS || (r > WARM_ROUNDS && now - t_first > ROUND_BUDGET_S);
-            if (!(h = wait_slot(sc, 1, yield, deadline)))
+            if (!(h = wait_slot(sc, 1, 0, yield, deadline)))
                 goto stalled_next;
             post(sc, h, c->rank, r, last, 0);
-            if (!(h = wait_slot(rc, 0, yield, deadline)))
+            if (!(h = wait_slot(rc, 0, 0, yield, deadline)))
                 goto stalled_prev;
             rc->ops->recv_release(rc);
             if (r >= WARM_ROUNDS)
                 at[nat++] = orb_now();
         } else {
-            if (!(h = wait_slot(rc, 0, yield, deadline)))
+            if (!(h = wait_slot(rc, 0, 0, yield, deadline)))
                 goto stalled_prev;
             last = h->count;
             rc->ops->recv_release(rc);
             if (r >= WARM_ROUNDS && nat <= MAX_ROUNDS)
                 at[nat++] = orb_now();
-            if (!(h = wait_slot(sc, 1, yield, deadline)))
+            if (!(h = wait_slot(sc, 1, 0, yield, deadline)))
                 goto stalled_next;
             post(sc, h, c->rank, r, last, 0);
         }
@@ -296,12 +296,12 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
     for (int p = 0; p < pieces; p++) {
         orb_slot_hdr_t *in = NULL, *out = NULL;
         char *buf = whole + (size_t)p * bytes;
-        if (pos > 0 && !(in = wait_slot(rc, 0, yield, deadline)))
+        if (pos > 0 && !(in = wait_slot(rc, 0, 0, yield, deadline)))
             goto stalled_prev_buf;
         if (in) /* out of the slot into this rank's buffer */
             memcpy(buf, in + 1, bytes);
         if (pos < n - 1) {
-            if (!(out = wait_slot(sc, 1, yield, deadline)))
+            if (!(out = wait_slot(sc, 1, bytes, yield, deadline)))
                 goto stalled_next_buf;
             memcpy(out + 1, buf, bytes);
             post(sc, out, c->rank, (uint32_t)p, 0, (uint32_t)bytes);

@@ -81,5 +81,7 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
         .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
         .due = &c->due,
     };
-    c->due.max = orb_exec_due_max(c->nslots); /* a root runs as many calls ahead as a FIFO holds */
+    /* a root runs as many calls ahead as a FIFO holds small pieces: in its small ring, or in
+     * its large slots where they are the deeper (or shared memory has no small ring) */
+    c->due.max = orb_exec_due_max(c->nsmall > c->nslots ? c->nsmall : c->nslots);
 }

@@ -48,6 +48,7 @@ struct orb_comm {
     int nchannels;
     uint32_t nslots;
     size_t slot_bytes;
+    uint32_t nsmall; /* small slots per shared-memory FIFO (transport/shm/shm.h) */
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t stream_copy_bytes; /* outputs of the calls orb_stream_copy_call names bypass the caches
                                * from this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),

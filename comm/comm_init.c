@@ -89,6 +89,7 @@ void orb_comm_settings_from_params(struct orb_comm *c)
     c->nchannels = read_int_param(ORB_PARAM_NCHANNELS, 2, ORB_MAX_CHANNELS);
     c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* a FIFO needs 2 */
     c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
+    c->nsmall = (uint32_t)read_int_param(ORB_PARAM_SHM_SMALL_SLOTS, 0, 1024);
     c->timeout_s = orb_param_num(ORB_PARAM_TIMEOUT);
     if (c->timeout_s <= 0)
         c->timeout_s = 1e9;
@@ -129,7 +130,7 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     gethostname(card.hostname, sizeof card.hostname - 1);
     snprintf(card.shm_name, sizeof card.shm_name, "%s", c->box_name);
     orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
-                               .slot_bytes = c->slot_bytes, .secret = secret, .name = c->box_name, .box = c->box,
+                               .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .secret = secret, .name = c->box_name, .box = c->box,
                                .boxes = c->boxes, .bs = &c->bs};
     for (int t = 0; orb_transports[t]; t++) {
         st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
@@ -296,8 +297,8 @@ orb_status_t orb_comm_start(struct orb_comm *c, const orb_unique_id_t *id, char 
         return st;
     }
     c->magic = ORB_COMM_MAGIC;
-    ORB_INFO("communicator ready: %d ranks, %d channels x %u slots x %zu bytes of shared memory per peer", c->nranks,
-             c->nchannels, c->nslots, c->slot_bytes);
+    ORB_INFO("communicator ready: %d ranks, %d channels x %u slots x %zu bytes and %u small slots of shared memory "
+             "per peer", c->nranks, c->nchannels, c->nslots, c->slot_bytes, c->nsmall);
     return ORB_OK;
 }
 

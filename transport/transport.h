@@ -1,9 +1,11 @@
 /* Connections between two ranks, one per (peer, channel, direction), behind an ops table.
  *
  * Every connection is a FIFO of slots; each slot is a 64-byte header followed by the payload.
- * The executor asks for a free slot to send into (writing the payload in place: the fused
- * reduction writes straight into the peer's slot), posts it, and on the other side takes a
- * full slot and releases it. Transports differ in where slots live and how they move. */
+ * The executor asks for a free slot to send into, saying how large the piece is (writing the
+ * payload in place: the fused reduction writes straight into the peer's slot), posts it, and on
+ * the other side takes a full slot and releases it, in order. Transports differ in where slots
+ * live and how they move (shared memory keeps small pieces in a ring of small slots of their
+ * own: transport/shm/shm.h). */
 #ifndef ORB_TRANSPORT_TRANSPORT_H
 #define ORB_TRANSPORT_TRANSPORT_H
 
@@ -18,8 +20,11 @@ typedef struct orb_conn orb_conn_t;
 /* The data entries of one connection: the hot path, one indirection per piece. */
 typedef struct {
     const char *name;
-    /* A free slot to fill, or NULL when the FIFO is full. */
-    orb_slot_hdr_t *(*send_acquire)(orb_conn_t *c);
+    /* A free slot to fill with a piece of `bytes` payload bytes (at most slot_bytes; a piece
+     * sent as an address says its whole size: the receiver may read it into the slot), or NULL
+     * when the FIFO has no room for it. The slot is the one send_post posts: acquire again
+     * before posting a piece of another size. */
+    orb_slot_hdr_t *(*send_acquire)(orb_conn_t *c, size_t bytes);
     void (*send_post)(orb_conn_t *c);
     /* The next full slot, or NULL when none has arrived. */
     orb_slot_hdr_t *(*recv_acquire)(orb_conn_t *c);
@@ -40,8 +45,11 @@ typedef struct {
     _Atomic uint64_t head; /* slots posted by the sender (shm: unused, the slot's stamp says) */
     char pad0[56];
     _Atomic uint64_t tail; /* slots released by the receiver */
-    char pad1[56];
+    /* shm: of them, the small ring's and the large slots' (each stored before tail) */
+    _Atomic uint64_t tail_small, tail_large;
+    char pad1[40];
 } orb_fifo_ctrl_t;
+_Static_assert(sizeof(orb_fifo_ctrl_t) == 128, "head and tail on a cache line each");
 
 /* How a sender writes pieces into a shared-memory peer's slots. Ordinary stores leave each
  * line in the sender's cache, so the receiver's read and the sender's next write of that slot
@@ -73,8 +81,16 @@ struct orb_conn {
     size_t slot_bytes;  /* payload capacity */
     uint32_t nslots;
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
-    uint64_t tail_seen;   /* send side, shm: the receiver's tail when last read */
-    orb_slot_hdr_t *cur;  /* shm: the slot of pos, moved along with it */
+    uint64_t tail_seen;   /* send side, shm: the receiver's tail_large when last read */
+    orb_slot_hdr_t *cur;  /* shm: the large slot of pos_large, moved along with it */
+    /* shm: pieces of up to small_bytes go through a ring of nsmall small slots (0: none) */
+    char *small;
+    uint32_t nsmall;
+    uint32_t small_bytes;    /* payload capacity of a small slot */
+    uint64_t pos_small, pos_large; /* of pos, the pieces that went through each */
+    uint64_t small_seen;     /* send side: the receiver's tail_small when last read */
+    orb_slot_hdr_t *cur_small; /* the small slot of pos_small */
+    int in_small;            /* the slot the last acquire returned is a small one */
     void *wake;           /* transport-specific: whom to wake after post/release */
     /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
      * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */

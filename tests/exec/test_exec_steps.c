@@ -199,6 +199,7 @@ typedef struct {
     orb_slot_hdr_t *log;
     size_t nlog, caplog;
     int send_held, recv_held; /* an acquired slot not yet posted / released */
+    size_t send_bytes;        /* what the last send_acquire said the piece would hold */
     /* a piece may show up between any two looks of the executor: with stutter, every other
      * look at a waiting piece says "not yet" (the receiving thread's count) */
     int stutter;
@@ -231,13 +232,14 @@ static void violation(fifo_t *f, const char *what)
 
 static orb_slot_hdr_t *slot_at(orb_conn_t *c) { return (orb_slot_hdr_t *)(c->slots + (c->pos % c->nslots) * c->slot_stride); }
 
-static orb_slot_hdr_t *mem_send_acquire(orb_conn_t *c)
+static orb_slot_hdr_t *mem_send_acquire(orb_conn_t *c, size_t bytes)
 {
     fifo_t *f = c->wake;
     uint64_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
     if (c->pos - tail >= c->nslots)
         return NULL;
     f->send_held = 1;
+    f->send_bytes = bytes;
     return slot_at(c);
 }
 
@@ -250,6 +252,9 @@ static void mem_send_post(orb_conn_t *c)
     f->send_held = 0;
     if (h->nbytes > f->slot_bytes)
         violation(f, "a piece larger than the slot");
+    /* shared memory puts a piece in a small or a large slot by the size its acquire said */
+    if (h->nbytes != f->send_bytes)
+        violation(f, "a piece of another size than its send_acquire said");
     if (f->nlog == f->caplog) {
         f->caplog = f->caplog ? 2 * f->caplog : 64;
         f->log = realloc(f->log, f->caplog * sizeof *f->log);

@@ -242,7 +242,7 @@ static void *pump_main(void *arg)
             orb_conn_t *sc = &s->send[peer * NCH + ch], *rc = &s->recv[peer * NCH + ch];
             if (sent[ch] < NPIECES) {
                 left = 1;
-                orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
+                orb_slot_hdr_t *h = sc->ops->send_acquire(sc, s->slot_bytes);
                 if (h) {
                     uint32_t n = piece_len(s->rank, ch, sent[ch], s->slot_bytes);
                     /* the slot this piece takes was released, so was the buffer of the piece
@@ -349,7 +349,7 @@ static size_t fill_channel(orb_conn_t *sc, size_t slot, size_t max, const uint8_
     size_t posted = 0;
     double full_since = 0;
     while (posted < max) {
-        orb_slot_hdr_t *h = sc->ops->send_acquire(sc);
+        orb_slot_hdr_t *h = sc->ops->send_acquire(sc, slot);
         if (!h) {
             if (!full_since)
                 full_since = orb_now();
@@ -526,7 +526,7 @@ static int mode_guard(void)
         return 1;
     }
     /* rank 1's piece for rank 0, there before rank 0's call starts */
-    orb_slot_hdr_t *h = back->ops->send_acquire(back);
+    orb_slot_hdr_t *h = back->ops->send_acquire(back, slot);
     *h = (orb_slot_hdr_t){.nbytes = (uint32_t)slot, .sender = 1};
     for (size_t k = 0; k < slot; k++)
         ((uint8_t *)(h + 1))[k] = guard_byte(1, k);
@@ -548,7 +548,7 @@ static int mode_guard(void)
         }
         brc->ops->recv_release(brc);
         taken++;
-        for (double t0 = orb_now(); !(opened = sc->ops->send_acquire(sc) != NULL) && orb_now() - t0 < 1;)
+        for (double t0 = orb_now(); !(opened = sc->ops->send_acquire(sc, slot) != NULL) && orb_now() - t0 < 1;)
             usleep(1000);
     }
     while (!(arrived = atomic_load(&arc->ctrl->head) != arc->pos) && orb_now() < deadline)
@@ -655,7 +655,7 @@ static int mode_errors(void)
     rc = &b.recv[0 * NCH + 1];
     check(rc->ops->recv_acquire(rc) == NULL, "nothing yet");
     orb_conn_t *sc = &a.send[1 * NCH + 1];
-    orb_slot_hdr_t *sh = sc->ops->send_acquire(sc);
+    orb_slot_hdr_t *sh = sc->ops->send_acquire(sc, 100);
     check(sh != NULL, "a free slot to send the last piece");
     if (sh) {
         memset(sh, 0, sizeof *sh);

@@ -600,20 +600,22 @@ static int mark_seen(const char *what, int peer)
     return turn_seen("runahead", name);
 }
 
-/* 1. With FIFOs of `slots` slots, rank 0 returns from `window` broadcasts before any other rank
- * makes one, and not from one more: window = slots (16), or with more than two ranks the cap
- * where the FIFO is deeper (80 slots: 64, the window of due handshakes and not a full FIFO
- * stops the root). Two ranks over shared memory: the receiver vouches for the root's calls
- * (collectives/exec.h, ORB_SYNC_VOUCH), none is left due, and the full FIFO stops it (80). */
-static void runahead_window(const char *slots, const char *slot_bytes, int window)
+/* 1. With FIFOs of `slots` large slots and `small` small ones, rank 0 returns from `window`
+ * broadcasts of 64 bytes before any other rank makes one, and not from one more: window = the
+ * deeper ring (16 large slots and no small ring: 16; 8 large and 16 small: 16), or with more
+ * than two ranks the cap where the FIFO is deeper (80 small slots: 64, the window of due
+ * handshakes and not a full FIFO stops the root). Two ranks over shared memory: the receiver
+ * vouches for the root's calls (collectives/exec.h, ORB_SYNC_VOUCH), none is left due, and the
+ * full small ring stops it (80). */
+static void runahead_window(const char *slots, const char *small, int window)
 {
     setenv("ORBIT_SHM_SLOTS", slots, 1);
-    setenv("ORBIT_SHM_SLOT_BYTES", slot_bytes, 1);
+    setenv("ORBIT_SHM_SMALL_SLOTS", small, 1);
     float buf[RUNAHEAD_COUNT];
     char detail[2048], what[200], ahead_mark[32], past_mark[32], checked_mark[32];
-    snprintf(ahead_mark, sizeof ahead_mark, "ahead%s", slots);
-    snprintf(past_mark, sizeof past_mark, "past%s", slots);
-    snprintf(checked_mark, sizeof checked_mark, "checked%s", slots);
+    snprintf(ahead_mark, sizeof ahead_mark, "ahead%s-%s", slots, small);
+    snprintf(past_mark, sizeof past_mark, "past%s-%s", slots, small);
+    snprintf(checked_mark, sizeof checked_mark, "checked%s-%s", slots, small);
     orb_comm_t c = init();
     if (rank == 0) {
         orb_status_t st = ORB_OK;
@@ -626,19 +628,20 @@ static void runahead_window(const char *slots, const char *slot_bytes, int windo
                 mark_all(ahead_mark);
         }
         mark_all(past_mark);
-        snprintf(detail, sizeof detail, "%s slots: broadcast %d: %s: %s", slots, k - 1, orb_status_name(st),
+        snprintf(detail, sizeof detail, "%s slots, %s small: broadcast %d: %s: %s", slots, small, k - 1, orb_status_name(st),
                  orb_comm_last_error(c));
         snprintf(what, sizeof what, "%d broadcasts from the root", window + 1);
         check(st == ORB_OK, what, detail);
     } else {
         const int ahead = wait_mark(ahead_mark);
-        snprintf(detail, sizeof detail, "%s slots: no mark from rank 0 within 30 s of rank %d's start", slots, rank);
-        snprintf(what, sizeof what, "rank 0 returned from %d broadcasts before this rank made one (%s slots)", window,
-                 slots);
+        snprintf(detail, sizeof detail, "%s slots, %s small: no mark from rank 0 within 30 s of rank %d's start", slots,
+                 small, rank);
+        snprintf(what, sizeof what, "rank 0 returned from %d broadcasts before this rank made one (%s slots, %s small)",
+                 window, slots, small);
         check(ahead, what, detail);
         usleep(200000); /* rank 0 cannot return from one more now; were it to, this is time enough to see it */
-        snprintf(what, sizeof what, "rank 0 did not return from broadcast %d with %d ahead (%s slots)", window + 1,
-                 window, slots);
+        snprintf(what, sizeof what, "rank 0 did not return from broadcast %d with %d ahead (%s slots, %s small)",
+                 window + 1, window, slots, small);
         snprintf(detail, sizeof detail, "rank 0 marked its call %d done before this rank made its first", window + 1);
         check(!mark_seen(past_mark, rank), what, detail);
         /* no other rank starts before every one has looked (rank 0 waits for its ring neighbour's
@@ -659,7 +662,7 @@ static void runahead_window(const char *slots, const char *slot_bytes, int windo
             for (size_t i = 0; st == ORB_OK && i < RUNAHEAD_COUNT; i++)
                 wrong += buf[i] != runahead_value(k, i);
         }
-        snprintf(detail, sizeof detail, "%s slots: broadcast %d: %s, %d elements wrong: %s", slots, k - 1,
+        snprintf(detail, sizeof detail, "%s slots, %s small: broadcast %d: %s, %d elements wrong: %s", slots, small, k - 1,
                  orb_status_name(st), wrong, orb_comm_last_error(c));
         snprintf(what, sizeof what, "%d broadcasts received, every element exact", window + 1);
         check(st == ORB_OK && wrong == 0, what, detail);
@@ -678,11 +681,12 @@ static void runahead_window(const char *slots, const char *slot_bytes, int windo
 
 static int mode_runahead(void)
 {
-    runahead_window("16", "262144", 16);
-    runahead_window("80", "4096", nranks == 2 ? 80 : RUNAHEAD_CAP);
+    runahead_window("16", "0", 16);
+    runahead_window("8", "16", 16);
+    runahead_window("8", "80", nranks == 2 ? 80 : RUNAHEAD_CAP);
     /* parts 2 and 3: FIFOs deeper than the 8 calls rank 0 runs ahead */
     setenv("ORBIT_SHM_SLOTS", "16", 1);
-    unsetenv("ORBIT_SHM_SLOT_BYTES");
+    unsetenv("ORBIT_SHM_SMALL_SLOTS");
     float buf[RUNAHEAD_COUNT];
     char detail[2048];
     orb_comm_t c;
@@ -786,12 +790,13 @@ static int mode_vouch(void)
     check(orb_comm_destroy(c) == ORB_OK, "destroy after the late root", orb_comm_last_error(NULL));
 
     /* 2. Ranks that each call themselves the root keep broadcasting: with two, both send and
-     * neither receives, so each fills the other's FIFO (8 slots), waits for room, and names
-     * the piece of the other's it never took, well before ORBIT_TIMEOUT. */
+     * neither receives, so each fills the other's FIFO (64 small slots), waits for room, and
+     * names the piece of the other's it never took, well before ORBIT_TIMEOUT; with three, the
+     * window of 64 due handshakes stops them. */
     c = init();
     st = ORB_OK;
     const double t0 = now();
-    for (k = 1; k <= 40 && st == ORB_OK; k++)
+    for (k = 1; k <= 100 && st == ORB_OK; k++)
         st = orb_broadcast(a, a, N, ORB_FLOAT32, rank == 0 ? 0 : 1, c, NULL);
     const double took = now() - t0;
     const char *msg = orb_comm_last_error(c);

@@ -92,8 +92,9 @@ static void post_credit(ib_qp_t *q)
 
 static char *slot_at(char *ring, const orb_conn_t *c) { return ring + (c->pos % c->nslots) * c->slot_stride; }
 
-static orb_slot_hdr_t *ib_send_acquire(orb_conn_t *c)
+static orb_slot_hdr_t *ib_send_acquire(orb_conn_t *c, size_t bytes)
 {
+    (void)bytes; /* one ring of slots: any piece fits */
     ib_qp_t *q = c->wake;
     for (int pass = 0; pass < 2; pass++) {
         uint64_t credits = atomic_load_explicit(&q->send_ctrl.tail, memory_order_acquire);

@@ -15,7 +15,7 @@
 #include "transport/endpoint.h"
 
 #define SHM_MAGIC 0x4f52534du /* "ORSM" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 #define HDR_BYTES 4096
 
 _Static_assert(sizeof(orb_shm_hdr_t) <= HDR_BYTES, "header fits its page");
@@ -31,44 +31,75 @@ static orb_fifo_ctrl_t *fifo_at(orb_shm_hdr_t *h, size_t fifo_bytes, int nch, in
 
 /* The receiver polls the stamp of the slot it waits for (orb_slot_hdr_t.stamp), not the
  * FIFO's head, and the sender reads the receiver's tail only when its last reading says the
- * FIFO is full. A cache line that moves between cores costs 100-300 ns: a small piece used to
+ * ring is full. A cache line that moves between cores costs 100-300 ns: a small piece used to
  * cost the receiver two such misses in turn (the head, then the slot) and the sender one more
  * (the tail the receiver had just written); now the receiver's first look at the slot is the
- * only one. */
-static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c)
+ * only one. A stamp is the piece's place in the FIFO + 1, whichever ring it went through, and
+ * each ring's slots hold headers only, at fixed places: the one slot whose stamp is the next
+ * place is the next piece. */
+static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
-    if (c->pos - c->tail_seen >= c->nslots) {
-        c->tail_seen = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
-        if (c->pos - c->tail_seen >= c->nslots)
+    if (bytes <= c->small_bytes && c->nsmall) {
+        if (c->pos_small - c->small_seen >= c->nsmall) {
+            c->small_seen = atomic_load_explicit(&c->ctrl->tail_small, memory_order_acquire);
+            if (c->pos_small - c->small_seen >= c->nsmall)
+                return NULL;
+        }
+        c->in_small = 1;
+        return c->cur_small;
+    }
+    if (c->pos_large - c->tail_seen >= c->nslots) {
+        c->tail_seen = atomic_load_explicit(&c->ctrl->tail_large, memory_order_acquire);
+        if (c->pos_large - c->tail_seen >= c->nslots)
             return NULL;
     }
+    c->in_small = 0;
     return c->cur;
 }
 
-/* pos and its slot move on together: the slot follows without a divide (orb_conn_slot's %). */
-static void advance(orb_conn_t *c)
+/* The slot just sent or taken is done with: its ring's position and slot move on together
+ * (without a divide), and the FIFO's. Returns the ring's new position. */
+static uint64_t advance(orb_conn_t *c)
 {
     c->pos++;
+    if (c->in_small) {
+        c->cur_small = (orb_slot_hdr_t *)((char *)c->cur_small + ORB_SHM_SMALL_STRIDE);
+        if (c->cur_small == (orb_slot_hdr_t *)(c->small + (size_t)c->nsmall * ORB_SHM_SMALL_STRIDE))
+            c->cur_small = (orb_slot_hdr_t *)c->small;
+        return ++c->pos_small;
+    }
     c->cur = (orb_slot_hdr_t *)((char *)c->cur + c->slot_stride);
     if (c->cur == (orb_slot_hdr_t *)(c->slots + (size_t)c->nslots * c->slot_stride))
         c->cur = (orb_slot_hdr_t *)c->slots;
+    return ++c->pos_large;
 }
 
 static void shm_send_post(orb_conn_t *c)
 {
-    __atomic_store_n(&c->cur->stamp, c->pos + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&(c->in_small ? c->cur_small : c->cur)->stamp, c->pos + 1, __ATOMIC_RELEASE);
     advance(c);
     orb_box_wake(c->wake);
 }
 
 static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
 {
-    return __atomic_load_n(&c->cur->stamp, __ATOMIC_ACQUIRE) == c->pos + 1 ? c->cur : NULL;
+    const uint64_t want = c->pos + 1;
+    if (c->nsmall && __atomic_load_n(&c->cur_small->stamp, __ATOMIC_ACQUIRE) == want) {
+        c->in_small = 1;
+        return c->cur_small;
+    }
+    if (__atomic_load_n(&c->cur->stamp, __ATOMIC_ACQUIRE) == want) {
+        c->in_small = 0;
+        return c->cur;
+    }
+    return NULL;
 }
 
 static void shm_recv_release(orb_conn_t *c)
 {
-    advance(c);
+    const int small = c->in_small;
+    const uint64_t ring = advance(c);
+    atomic_store_explicit(small ? &c->ctrl->tail_small : &c->ctrl->tail_large, ring, memory_order_release);
     atomic_store_explicit(&c->ctrl->tail, c->pos, memory_order_release);
     orb_box_wake(c->wake);
 }
@@ -86,7 +117,7 @@ const orb_conn_ops_t orb_shm_conn_ops = {
 
 typedef struct {
     int rank, nranks, nchannels;
-    uint32_t nslots;
+    uint32_t nslots, nsmall;
     size_t slot_bytes;
     size_t fifo_bytes, seg_bytes;
     char name[80];
@@ -132,9 +163,12 @@ static orb_status_t shm_create(orb_endpoint_t **out, const orb_transport_args_t 
     s->nchannels = a->nchannels;
     s->nslots = a->nslots;
     s->slot_bytes = a->slot_bytes;
+    s->nsmall = a->nsmall;
     s->box = a->box;
     s->boxes = a->boxes;
-    s->fifo_bytes = round_up(sizeof(orb_fifo_ctrl_t) + (size_t)a->nslots * (sizeof(orb_slot_hdr_t) + a->slot_bytes),
+    /* the control lines, the large slots, the small ring */
+    s->fifo_bytes = round_up(sizeof(orb_fifo_ctrl_t) + (size_t)a->nslots * (sizeof(orb_slot_hdr_t) + a->slot_bytes) +
+                                 (size_t)a->nsmall * ORB_SHM_SMALL_STRIDE,
                              4096);
     s->seg_bytes = HDR_BYTES + (size_t)a->nranks * (size_t)a->nchannels * s->fifo_bytes;
     snprintf(s->name, sizeof s->name, "%s-fifo", a->name);
@@ -173,6 +207,7 @@ static orb_status_t shm_create(orb_endpoint_t **out, const orb_transport_args_t 
     s->self->nchannels = a->nchannels;
     s->self->nslots = a->nslots;
     s->self->slot_bytes = a->slot_bytes;
+    s->self->nsmall = a->nsmall;
     s->self->fifo_bytes = s->fifo_bytes;
     s->self->version = SHM_VERSION;
     atomic_thread_fence(memory_order_release);
@@ -199,11 +234,13 @@ static orb_status_t attach(shm_ep_t *s, int peer, const char *prefix, char *err,
         munmap(p, s->seg_bytes);
         return ORB_ERR_PROTOCOL;
     }
-    if (h->nchannels != s->nchannels || h->nslots != s->nslots || h->slot_bytes != s->slot_bytes) {
-        snprintf(err, errlen, "rank %d uses %d channels x %u slots x %llu bytes, rank %d uses %d x %u x %zu: "
-                              "set ORBIT_NCHANNELS / ORBIT_SHM_SLOTS / ORBIT_SHM_SLOT_BYTES alike on every rank",
-                 peer, h->nchannels, h->nslots, (unsigned long long)h->slot_bytes, s->rank, s->nchannels,
-                 s->nslots, s->slot_bytes);
+    if (h->nchannels != s->nchannels || h->nslots != s->nslots || h->slot_bytes != s->slot_bytes ||
+        h->nsmall != s->nsmall) {
+        snprintf(err, errlen, "rank %d uses %d channels x %u slots x %llu bytes and %u small slots, rank %d uses %d x "
+                              "%u x %zu and %u: set ORBIT_NCHANNELS / ORBIT_SHM_SLOTS / ORBIT_SHM_SLOT_BYTES / "
+                              "ORBIT_SHM_SMALL_SLOTS alike on every rank",
+                 peer, h->nchannels, h->nslots, (unsigned long long)h->slot_bytes, h->nsmall, s->rank, s->nchannels,
+                 s->nslots, s->slot_bytes, s->nsmall);
         munmap(p, s->seg_bytes);
         return ORB_ERR_MISMATCH;
     }
@@ -222,19 +259,25 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
         if (st != ORB_OK)
             return st;
     }
-    size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes;
+    const size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes, large = (size_t)s->nslots * stride;
+    const uint32_t small_bytes = s->nsmall ? ORB_SHM_SMALL_STRIDE - (uint32_t)sizeof(orb_slot_hdr_t) : 0;
     for (int i = 0; i < npeers; i++) {
         int peer = peers[i];
         for (int ch = 0; ch < s->nchannels; ch++) {
             size_t ci = (size_t)peer * (size_t)s->nchannels + (size_t)ch;
             orb_fifo_ctrl_t *out = fifo_at(s->peers[peer], s->fifo_bytes, s->nchannels, s->rank, ch);
             orb_fifo_ctrl_t *in = fifo_at(s->self, s->fifo_bytes, s->nchannels, peer, ch);
+            char *os = (char *)(out + 1), *is = (char *)(in + 1);
             send[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = out,
-                                    .slots = (char *)(out + 1), .cur = (orb_slot_hdr_t *)(out + 1), .slot_stride = stride,
-                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer]};
+                                    .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
+                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
+                                    .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
+                                    .nsmall = s->nsmall, .small_bytes = small_bytes};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
-                                    .slots = (char *)(in + 1), .cur = (orb_slot_hdr_t *)(in + 1), .slot_stride = stride,
-                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer]};
+                                    .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
+                                    .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
+                                    .small = is + large, .cur_small = (orb_slot_hdr_t *)(is + large),
+                                    .nsmall = s->nsmall, .small_bytes = small_bytes};
         }
     }
     return ORB_OK;

@@ -1,6 +1,13 @@
 /* Shared-memory transport between ranks on one host: one POSIX segment per rank holds the
  * receive FIFOs of every (sender, channel). Senders write straight into the receiver's slots
- * and wake the receiver through its box (box.h) after posting into or freeing a slot. Segments are
+ * and wake the receiver through its box (box.h) after posting into or freeing a slot.
+ *
+ * A FIFO has two rings: ORBIT_SHM_SLOTS large slots of ORBIT_SHM_SLOT_BYTES, and
+ * ORBIT_SHM_SMALL_SLOTS small slots of ORB_SHM_SMALL_STRIDE bytes for pieces that fit one (the
+ * small calls, the handshakes). A piece goes through one or the other by its size, and every
+ * piece carries its place in the FIFO's one order (its stamp), so the receiver takes them in
+ * order from both. Small pieces then run as far ahead as the small ring is deep, without the
+ * memory and the cache footprint of as many large slots (docs/transports.md). Segments are
  * unlinked as soon as every peer has attached, so a crash leaves nothing behind in /dev/shm.
  * Peers' health comes from their boxes (closed when they destroy their communicator) and
  * their pids. The communicator reaches it through orb_shm_transport (endpoint.h). */
@@ -22,7 +29,11 @@ typedef struct {
     uint32_t nslots;
     uint64_t slot_bytes;
     uint64_t fifo_bytes;
+    uint32_t nsmall;
 } orb_shm_hdr_t;
+
+/* A small slot: its header and 960 bytes of payload. */
+#define ORB_SHM_SMALL_STRIDE 1024
 
 extern const orb_conn_ops_t orb_shm_conn_ops;
 

@@ -51,8 +51,9 @@ static void want(_Atomic int *flag, int v)
         atomic_store_explicit(flag, v, memory_order_relaxed);
 }
 
-static orb_slot_hdr_t *tcp_send_acquire(orb_conn_t *c)
+static orb_slot_hdr_t *tcp_send_acquire(orb_conn_t *c, size_t bytes)
 {
+    (void)bytes; /* one ring of slots: any piece fits */
     uint64_t tail = atomic_load_explicit(&c->ctrl->tail, memory_order_acquire);
     int full = c->pos - tail >= c->nslots;
     want(&chan_of(c)->want_tx, full);
