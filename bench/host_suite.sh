@@ -5,7 +5,7 @@
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
-#   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then ORBIT_SHM_SLOTS=32) vs MPI
+#   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then no small ring) vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
 #   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
@@ -117,14 +117,15 @@ bash bench/compare.sh -n 4 -r "$reps" -o "$out/5-allreduce-n4" "$build" allreduc
 fi
 
 if want 5b; then
-echo; echo "## 5b. rooted calls with 4 ranks, 8 B .. 512 B (gather, scatter from 64 B): orbit's default FIFOs, then 32 slots"
-# A root runs as many calls ahead as a FIFO has slots (docs/errors.md): with more ranks than
-# cores that is what small rooted calls wait on; 32 slots cost large calls (docs/perf.md).
-for slots in "" 32; do
-  echo "# ORBIT_SHM_SLOTS=${slots:-8 (the default)}"
+echo; echo "## 5b. rooted calls with 4 ranks, 8 B .. 512 B (gather, scatter from 64 B): orbit's default FIFOs, then no small ring"
+# A root runs as many calls ahead as a FIFO holds small pieces (docs/errors.md): with more ranks
+# than cores that is what small rooted calls wait on. The small ring (64 slots) gives that depth;
+# ORBIT_SHM_SMALL_SLOTS=0 is the FIFO before 2026-11-30 (8 large slots only, docs/transports.md).
+for small in "" 0; do
+  echo "# ORBIT_SHM_SMALL_SLOTS=${small:-64 (the default)}"
   for c in broadcast reduce gather scatter; do
     sz=8:512; case $c in gather | scatter) sz=64:512 ;; esac
-    env ${slots:+ORBIT_SHM_SLOTS=$slots} bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4${slots:+-slots$slots}" \
+    env ${small:+ORBIT_SHM_SMALL_SLOTS=$small} bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4${small:+-small$small}" \
       "$build" $c --size $sz --factor 8 --no-inplace --iters 5000
   done
 done

@@ -1,7 +1,7 @@
 /* A shared-memory FIFO's two rings (transport/shm/shm.h): pieces that fit a small slot go
  * through the small ring, larger ones through the large slots, and the receiver must take them
  * in the order they were sent, from whichever ring. Real processes under orbitrun, messages
- * whose sizes cross the boundary both ways (959, 960, 961 bytes; a slot and 100 bytes, which
+ * whose sizes cross the boundary both ways (1023, 1024, 1025 bytes; a slot and 100 bytes, which
  * goes as a large piece and then a small one), the receiver 200 ms late so that the sender
  * runs ahead as far as the rings hold, and both rings lapped many times over.
  *   1. send/recv: rank 0 sends MSGS messages to the last rank, which receives them late;
@@ -20,7 +20,7 @@
 #define MSGS 300
 #define BIG (256 * 1024 + 100) /* a default slot and 100 bytes: a large piece, then a small one */
 
-static const size_t sizes[] = {1, 8, 64, 959, 960, 961, 1024, 4096, BIG, 100, 262144, 3};
+static const size_t sizes[] = {1, 8, 64, 1023, 1024, 1025, 960, 4096, BIG, 100, 262144, 3};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
 static int rank;
