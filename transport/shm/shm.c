@@ -37,22 +37,26 @@ static orb_fifo_ctrl_t *fifo_at(orb_shm_hdr_t *h, size_t fifo_bytes, int nch, in
  * only one. A stamp is the piece's place in the FIFO + 1, whichever ring it went through, and
  * each ring's slots hold headers only, at fixed places: the one slot whose stamp is the next
  * place is the next piece. */
+/* Is a ring of n slots, pos of them posted, full? Reads the receiver's count of the ring's
+ * released slots (tail) only when the one last read (seen) says so. */
+static inline int ring_full(uint64_t pos, uint64_t *seen, _Atomic uint64_t *tail, uint32_t n)
+{
+    if (pos - *seen < n)
+        return 0;
+    *seen = atomic_load_explicit(tail, memory_order_acquire);
+    return pos - *seen >= n;
+}
+
 static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
     if (bytes <= c->small_bytes && c->nsmall) {
-        if (c->pos_small - c->small_seen >= c->nsmall) {
-            c->small_seen = atomic_load_explicit(&c->ctrl->tail_small, memory_order_acquire);
-            if (c->pos_small - c->small_seen >= c->nsmall)
-                return NULL;
-        }
+        if (ring_full(c->pos_small, &c->small_seen, &c->ctrl->tail_small, c->nsmall))
+            return NULL;
         c->in_small = 1;
         return c->cur_small;
     }
-    if (c->pos_large - c->tail_seen >= c->nslots) {
-        c->tail_seen = atomic_load_explicit(&c->ctrl->tail_large, memory_order_acquire);
-        if (c->pos_large - c->tail_seen >= c->nslots)
-            return NULL;
-    }
+    if (ring_full(c->pos_large, &c->tail_seen, &c->ctrl->tail_large, c->nslots))
+        return NULL;
     c->in_small = 0;
     return c->cur;
 }
