@@ -129,6 +129,10 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     card.family = root_addr.ss.ss_family;
     gethostname(card.hostname, sizeof card.hostname - 1);
     snprintf(card.shm_name, sizeof card.shm_name, "%s", c->box_name);
+    card.nchannels = c->nchannels;
+    card.nslots = c->nslots;
+    card.nsmall = c->nsmall;
+    card.slot_bytes = c->slot_bytes;
     orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
                                .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .secret = secret, .name = c->box_name, .box = c->box,
                                .boxes = c->boxes, .bs = &c->bs};
@@ -215,6 +219,27 @@ static orb_status_t connect_transports(struct orb_comm *c, double deadline, char
     return st;
 }
 
+/* Every rank's FIFOs have the same geometry, told from the cards before anything is mapped:
+ * every rank sees the same cards, so each fails alike and names the settings, where a peer's
+ * segment checked at attach would leave the rank that attaches last to find it gone. */
+static orb_status_t same_geometry(const struct orb_comm *c, char *err, size_t errlen)
+{
+    const orb_card_t *me = &c->bs.cards[c->rank];
+    for (int r = 0; r < c->nranks; r++) {
+        const orb_card_t *o = &c->bs.cards[r];
+        if (o->nchannels == me->nchannels && o->nslots == me->nslots && o->slot_bytes == me->slot_bytes &&
+            o->nsmall == me->nsmall)
+            continue;
+        snprintf(err, errlen, "rank %d was started with %d channels x %u slots x %llu bytes and %u small slots, rank %d "
+                              "with %d x %u x %llu and %u: set ORBIT_NCHANNELS / ORBIT_SHM_SLOTS / "
+                              "ORBIT_SHM_SLOT_BYTES / ORBIT_SHM_SMALL_SLOTS alike on every rank",
+                 r, o->nchannels, o->nslots, (unsigned long long)o->slot_bytes, o->nsmall, c->rank, me->nchannels,
+                 me->nslots, (unsigned long long)me->slot_bytes, me->nsmall);
+        return ORB_ERR_MISMATCH;
+    }
+    return ORB_OK;
+}
+
 orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
 {
     const int rank = c->rank, nranks = c->nranks;
@@ -222,6 +247,8 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     const uint64_t host_id = c->bs.cards[rank].host_id;
     orb_status_t st;
     err[0] = 0;
+    if ((st = same_geometry(c, err, errlen)) != ORB_OK)
+        return st;
     for (int r = 0; r < nranks; r++) {
         if (r == rank || c->bs.cards[r].host_id != host_id)
             continue; /* other hosts: no box to map */

@@ -40,6 +40,11 @@ typedef struct {
     uint8_t addr[16];
     char hostname[64];
     char shm_name[64];
+    /* the FIFO geometry the rank was started with (ORBIT_NCHANNELS, ORBIT_SHM_*): every rank
+     * must agree, and each checks every card before it maps anything (comm_init.c) */
+    int32_t nchannels;
+    uint32_t nslots, nsmall, pad2;
+    uint64_t slot_bytes;
 } orb_card_t;
 
 typedef struct {

@@ -8,7 +8,9 @@
  *   2. broadcast from rank 0 of the same sizes, every other rank late.
  * Every byte is checked against a value of the message's number and the byte's place, computed
  * here; each rank exits 1 on its own failures.
- *   orbitrun -n 2|3 test_fifo_rings   (with ORBIT_SHM_SMALL_SLOTS / ORBIT_SHM_SLOTS to vary) */
+ *   orbitrun -n 2|3 test_fifo_rings   (with ORBIT_SHM_SMALL_SLOTS / ORBIT_SHM_SLOTS to vary)
+ *   orbitrun -n 2 test_fifo_rings mismatch: rank 0 sets 64 small slots, the others 32; every
+ *   rank's init must fail with ORB_ERR_MISMATCH naming the setting and both numbers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +61,41 @@ static void must(orb_status_t st, orb_comm_t comm, const char *what, int msg)
     }
 }
 
-int main(void)
+static int mismatch(void)
 {
+    const char *r = getenv("RANK"); /* (orbitrun's) */
+    rank = r ? atoi(r) : -1;
+    if (rank < 0) {
+        fprintf(stderr, "run under orbitrun (no RANK)\n");
+        return 2;
+    }
+    setenv("ORBIT_SHM_SMALL_SLOTS", rank == 0 ? "64" : "32", 1);
+    orb_comm_t comm;
+    orb_status_t st = orb_comm_init_env(&comm);
+    const char *msg = orb_comm_last_error(NULL);
+    if (st == ORB_OK) {
+        fprintf(stderr, "rank %d: init with another rank's ORBIT_SHM_SMALL_SLOTS succeeded\n", rank);
+        orb_comm_destroy(comm);
+        return 1;
+    }
+    /* rank 0 names the first other rank's 32 and its own 64; every other rank rank 0's and its own */
+    /* (from the cards at once, on every rank: "was started with", not a peer's segment at attach) */
+    const char *theirs = rank == 0 ? "and 32 small slots, rank 0 with" : "rank 0 was started with";
+    const char *mine = rank == 0 ? "and 64:" : "and 32:";
+    if (st != ORB_ERR_MISMATCH || !strstr(msg, "ORBIT_SHM_SMALL_SLOTS") || !strstr(msg, theirs) || !strstr(msg, mine) ||
+        (rank != 0 && !strstr(msg, "and 64 small slots"))) {
+        fprintf(stderr, "rank %d: init failed with %s: \"%s\"; expected ORB_ERR_MISMATCH naming "
+                        "ORBIT_SHM_SMALL_SLOTS, 64 and 32\n", rank, orb_status_name(st), msg);
+        return 1;
+    }
+    printf("rank %d: init refused: %s\n", rank, msg);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "mismatch"))
+        return mismatch();
     orb_comm_t comm;
     if (orb_comm_init_env(&comm) != ORB_OK) {
         fprintf(stderr, "init failed: %s\n", orb_comm_last_error(NULL));
