@@ -134,8 +134,8 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     card.nsmall = c->nsmall;
     card.slot_bytes = c->slot_bytes;
     orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
-                               .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .secret = secret, .name = c->box_name, .box = c->box,
-                               .boxes = c->boxes, .bs = &c->bs};
+                               .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .secret = secret,
+                               .name = c->box_name, .box = c->box, .boxes = c->boxes, .bs = &c->bs};
     for (int t = 0; orb_transports[t]; t++) {
         st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
         if (st != ORB_OK)

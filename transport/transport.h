@@ -83,10 +83,9 @@ struct orb_conn {
     uint64_t pos;         /* my copy of head (send side) or tail (receive side) */
     uint64_t tail_seen;   /* send side, shm: the receiver's tail_large when last read */
     orb_slot_hdr_t *cur;  /* shm: the large slot of pos_large, moved along with it */
-    /* shm: pieces of up to small_bytes go through a ring of nsmall small slots (0: none) */
+    /* shm: pieces that fit a small slot go through a ring of nsmall of them (0: none) */
     char *small;
     uint32_t nsmall;
-    uint32_t small_bytes;    /* payload capacity of a small slot */
     uint64_t pos_small, pos_large; /* of pos, the pieces that went through each */
     uint64_t small_seen;     /* send side: the receiver's tail_small when last read */
     orb_slot_hdr_t *cur_small; /* the small slot of pos_small */

@@ -49,7 +49,7 @@ static inline int ring_full(uint64_t pos, uint64_t *seen, _Atomic uint64_t *tail
 
 static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
-    if (bytes <= c->small_bytes && c->nsmall) {
+    if (c->nsmall && bytes <= ORB_SHM_SMALL_BYTES) {
         if (ring_full(c->pos_small, &c->small_seen, &c->ctrl->tail_small, c->nsmall))
             return NULL;
         c->in_small = 1;
@@ -232,21 +232,15 @@ static orb_status_t attach(shm_ep_t *s, int peer, const char *prefix, char *err,
     if (st != ORB_OK)
         return st;
     orb_shm_hdr_t *h = p;
-    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->rank != peer || h->nranks != s->nranks) {
+    /* (the ranks' settings agreed on their cards at init, comm_init.c: a FIFO geometry that
+     * differs here is not a setting's, and reading past it would not be safe) */
+    if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->rank != peer || h->nranks != s->nranks ||
+        h->nchannels != s->nchannels || h->nslots != s->nslots || h->slot_bytes != s->slot_bytes ||
+        h->nsmall != s->nsmall) {
         snprintf(err, errlen, "rank %d's shared memory %s is not what it should be (another job with the same secret?)",
                  peer, name);
         munmap(p, s->seg_bytes);
         return ORB_ERR_PROTOCOL;
-    }
-    if (h->nchannels != s->nchannels || h->nslots != s->nslots || h->slot_bytes != s->slot_bytes ||
-        h->nsmall != s->nsmall) {
-        snprintf(err, errlen, "rank %d uses %d channels x %u slots x %llu bytes and %u small slots, rank %d uses %d x "
-                              "%u x %zu and %u: set ORBIT_NCHANNELS / ORBIT_SHM_SLOTS / ORBIT_SHM_SLOT_BYTES / "
-                              "ORBIT_SHM_SMALL_SLOTS alike on every rank",
-                 peer, h->nchannels, h->nslots, (unsigned long long)h->slot_bytes, h->nsmall, s->rank, s->nchannels,
-                 s->nslots, s->slot_bytes, s->nsmall);
-        munmap(p, s->seg_bytes);
-        return ORB_ERR_MISMATCH;
     }
     s->peers[peer] = h;
     return ORB_OK;
@@ -264,7 +258,6 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
             return st;
     }
     const size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes, large = (size_t)s->nslots * stride;
-    const uint32_t small_bytes = s->nsmall ? ORB_SHM_SMALL_STRIDE - (uint32_t)sizeof(orb_slot_hdr_t) : 0;
     for (int i = 0; i < npeers; i++) {
         int peer = peers[i];
         for (int ch = 0; ch < s->nchannels; ch++) {
@@ -276,12 +269,12 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
                                     .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
-                                    .nsmall = s->nsmall, .small_bytes = small_bytes};
+                                    .nsmall = s->nsmall};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
                                     .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = is + large, .cur_small = (orb_slot_hdr_t *)(is + large),
-                                    .nsmall = s->nsmall, .small_bytes = small_bytes};
+                                    .nsmall = s->nsmall};
         }
     }
     return ORB_OK;

@@ -36,7 +36,8 @@ typedef struct {
  * lines the ring's headers would fall into 4 of the L1's 64 sets, and 64 slots' headers and
  * first payload lines overflow those (stride 17 lines: every set once; 2 ranks, 8-64 B calls,
  * 21 alternating runs, about 6% faster than 16; docs/perf.md 2026-11-30). */
-#define ORB_SHM_SMALL_STRIDE (64 + 1024)
+#define ORB_SHM_SMALL_BYTES 1024
+#define ORB_SHM_SMALL_STRIDE (64 + ORB_SHM_SMALL_BYTES)
 
 extern const orb_conn_ops_t orb_shm_conn_ops;
 
