@@ -30,6 +30,15 @@ for b in "$old" "$new"; do
     [ -x "$b/bench/${coll}_bench" ] && [ -x "$b/launcher/orbitrun" ] ||
         { echo "$0: $b: no bench/${coll}_bench or launcher/orbitrun (ninja -C $b)" >&2; exit 2; }
 done
+# Two build dirs of one source tree are one program built twice: `meson setup DIR` takes the
+# current directory's tree, so an old build set up from the new tree's directory measures the
+# new code (2026-11-30: an hour of "no change" that way). Said, not refused: -E compares a
+# build with itself on purpose.
+src_of() { sed -n 's/.*"source": *"\([^"]*\)".*/\1/p' "$1/meson-info/meson-info.json" 2>/dev/null | head -n 1; }
+if [ "$(cd "$old" && pwd)" != "$(cd "$new" && pwd)" ] && [ -n "$(src_of "$old")" ] && [ "$(src_of "$old")" = "$(src_of "$new")" ]; then
+    echo "compare_builds: warning: $old and $new were both set up from $(src_of "$new"): the same code" \
+        "(set up the old one from its own tree: cd OLD_TREE && meson setup build)" >&2
+fi
 if [ -z "$outdir" ]; then outdir=$(mktemp -d); trap 'rm -rf "$outdir"' EXIT; fi
 mkdir -p "$outdir"
 rm -f "$outdir"/old.*.json "$outdir"/new.*.json "$outdir"/runs-cores.txt

@@ -145,6 +145,43 @@ typedef struct {
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
                           size_t errlen);
 
+/* The eager path (exec_eager.c): a send or receive of one small piece, the whole call, moved
+ * straight through channel 0's connection to or from peer. Its piece is the one the call's
+ * plan would move (one step on lane 0, the tuner's rule for send/recv of at most
+ * ORB_TUNER_P2P_ONE_PIECE bytes) with the same header, so either side may take either path. */
+typedef struct {
+    int peer;
+    int sends;       /* 1: to peer; 0: from peer */
+    const void *src; /* sends */
+    void *dst;       /* receives */
+    uint32_t bytes;  /* at least 1 */
+    orb_slot_hdr_t sig;
+    int done; /* set by orb_exec_eager */
+} orb_eager_op_t;
+
+/* Runs ops[0..n) as far as the eager path takes them, each on its connection in issue order:
+ * a send where its FIFO has a slot free, a receive whose piece comes in while this spins and
+ * yields as the general executor would (env->spin_s, env->yield_s). The rest (a full FIFO, a
+ * piece with flags: a handshake, a late one, an address; a peer that takes longer) is left
+ * not done for orb_exec_run, which then starts from the first piece not moved. Returns how
+ * many are left, or ORB_ERR_MISMATCH (negative) where a receive finds a plain data piece of
+ * another size or signature, named in err as the general executor's quick lane names it (at
+ * once: a peer that found it too may tell every rank before a later look here). Only where
+ * nothing is due (env->due): the general executor takes what is due before a peer's data. */
+int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *err, size_t errlen);
+
+/* The data piece got from peer does not match this rank's call sig (or its size want_bytes):
+ * both calls named in err and posted to the peer (env->post_error). Returns ORB_ERR_MISMATCH. */
+orb_status_t orb_exec_data_mismatch(const orb_exec_env_t *env, const orb_slot_hdr_t *sig, const orb_slot_hdr_t *got,
+                                    size_t want_bytes, int peer, char *err, size_t errlen);
+
+/* Do two signatures name the same call? */
+static inline int orb_exec_sig_equal(const orb_slot_hdr_t *a, const orb_slot_hdr_t *b)
+{
+    return a->seq == b->seq && a->count == b->count && a->coll == b->coll && a->dtype == b->dtype &&
+           a->op == b->op && a->root == b->root;
+}
+
 /* "allreduce #12 (count 1024, float32, sum)" */
 void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len);
 

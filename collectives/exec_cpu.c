@@ -40,12 +40,6 @@ typedef struct {
     int by_group; /* waiting for an earlier call of the group to finish with a connection */
 } blocked_t;
 
-static int sig_equal(const orb_slot_hdr_t *a, const orb_slot_hdr_t *b)
-{
-    return a->seq == b->seq && a->count == b->count && a->coll == b->coll && a->dtype == b->dtype &&
-           a->op == b->op && a->root == b->root;
-}
-
 static int sync_pending(const orb_exec_op_t *o) { return o->sync_next >= 0 && !(o->sync_sent && o->sync_recvd); }
 
 /* Does lane ch of op j (or its handshake) still use connection (peer, dir)? Only asked for groups. */
@@ -80,7 +74,7 @@ static orb_status_t piece_mismatch(const orb_exec_env_t *env, const orb_slot_hdr
     char mine[160], theirs[160], msg[512];
     orb_exec_describe_sig(sig, mine, sizeof mine);
     orb_exec_describe_sig(got, theirs, sizeof theirs);
-    if (sig_equal(got, sig))
+    if (orb_exec_sig_equal(got, sig))
         snprintf(err, errlen, "rank %d: %s received a piece of %u bytes from rank %d where it expected %zu: "
                               "the ranks disagree on the algorithm or the pipeline settings "
                               "(ORBIT_ALGO, ORBIT_CHUNK_BYTES, ORBIT_NCHANNELS must match on every rank)",
@@ -115,6 +109,12 @@ static const orb_slot_hdr_t *mine_for(const orb_exec_env_t *env, const orb_slot_
     return h ? h : mine;
 }
 
+orb_status_t orb_exec_data_mismatch(const orb_exec_env_t *env, const orb_slot_hdr_t *sig, const orb_slot_hdr_t *got,
+                                    size_t want_bytes, int peer, char *err, size_t errlen)
+{
+    return piece_mismatch(env, mine_for(env, sig, got), got, want_bytes, peer, err, errlen);
+}
+
 /* rh, at the head of rc from peer, is a LATE handshake (ORB_PIECE_LATE). Held against the call
  * of its number among ops: a different signature, or the same where that call vouches too
  * (both ranks waiting to receive: they disagree on the algorithm), is a mismatch; else (this
@@ -127,11 +127,11 @@ static int late_piece(const orb_exec_env_t *env, const orb_exec_op_t *ops, int n
         const orb_exec_op_t *o = &ops[i];
         if (o->sig.coll == ORB_COLL_SEND || o->sig.seq != rh->seq)
             continue;
-        if (!sig_equal(rh, &o->sig) || o->vouch == ORB_VOUCH_CHECKS)
+        if (!orb_exec_sig_equal(rh, &o->sig) || o->vouch == ORB_VOUCH_CHECKS)
             return piece_mismatch(env, &o->sig, rh, 0, peer, err, errlen);
     }
     const orb_slot_hdr_t *h = sent_call(env, rh->seq);
-    if (h && !sig_equal(rh, h))
+    if (h && !orb_exec_sig_equal(rh, h))
         return piece_mismatch(env, h, rh, 0, peer, err, errlen);
     rc->ops->recv_release(rc);
     return 1;
@@ -206,7 +206,7 @@ static int drain_due(const orb_exec_env_t *env, const orb_exec_op_t *ops, int no
             if (st < 0)
                 return st;
             if (rh) {
-                if (rh->nbytes != 0 || !sig_equal(rh, &d->sig[e]))
+                if (rh->nbytes != 0 || !orb_exec_sig_equal(rh, &d->sig[e]))
                     return piece_mismatch(env, &d->sig[e], rh, 0, peer, err, errlen);
                 rc->ops->recv_release(rc);
                 due_remove(d, i);
@@ -336,7 +336,7 @@ static int sync_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             o->sync_recvd = 1;
             moved++;
         } else if (rh) {
-            if (rh->nbytes != 0 || !sig_equal(rh, &o->sig))
+            if (rh->nbytes != 0 || !orb_exec_sig_equal(rh, &o->sig))
                 return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, 0, o->sync_prev, err, errlen);
             rc->ops->recv_release(rc);
             o->sync_recvd = 1;
@@ -597,7 +597,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             b->for_data = 0;
             break;
         }
-        if (rh && (rh->nbytes != n * esz || (env->check_signatures && !sig_equal(rh, &o->sig))))
+        if (rh && (rh->nbytes != n * esz || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig))))
             return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, n * esz, s->recv_peer, err, errlen);
         /* A plain send of a large piece from a buffer this call never writes goes as its
          * address, when the receiver can read us (or the transport sends from it itself) and
@@ -741,7 +741,7 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
             break; /* (the general loop reads an address piece, and checks or drops a late handshake) */
         if (sc && !(sh = sc->ops->send_acquire(sc, bytes)))
             break;
-        if (rh && (rh->nbytes != bytes || (env->check_signatures && !sig_equal(rh, &o->sig)))) {
+        if (rh && (rh->nbytes != bytes || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig)))) {
             o->step[0] = i;
             return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, bytes, s->recv_peer, err, errlen);
         }

@@ -135,16 +135,14 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
         *sync_next = c->ring_next;
         *sync_prev = c->ring_prev;
     }
+    if (p2p) {
+        orb_call_signature_p2p(c->rank, k, sig);
+        return;
+    }
     sig->count = orb_coll_vector(k->coll) ? 0 : k->count; /* the pairs' counts differ: checked on their own */
     sig->dtype = (uint32_t)k->dtype;
     sig->op = (uint32_t)k->op;
-    if (p2p) { /* not collective: no shared sequence; send and recv both carry the sender */
-        sig->coll = ORB_COLL_SEND;
-        sig->seq = k->tag;
-        sig->root = k->coll == ORB_COLL_SEND ? c->rank : k->root;
-    } else {
-        sig->coll = (uint32_t)k->coll;
-        sig->seq = ++c->seq;
-        sig->root = k->root;
-    }
+    sig->coll = (uint32_t)k->coll;
+    sig->seq = ++c->seq;
+    sig->root = k->root;
 }

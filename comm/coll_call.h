@@ -59,6 +59,20 @@ orb_status_t orb_call_check_vectors(struct orb_comm *c, const orb_call_t *k);
 void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t *sig, int *sync_next,
                         int *sync_prev);
 
+/* orb_call_signature of a send or recv (rank: this one's), inline for the eager path: not
+ * collective, so no shared sequence; send and recv both carry the sender, and the tag where a
+ * collective has its number. */
+static inline void orb_call_signature_p2p(int rank, const orb_call_t *k, orb_slot_hdr_t *sig)
+{
+    *sig = (orb_slot_hdr_t){0}; /* the whole header travels: no byte of it undefined */
+    sig->count = k->count;
+    sig->dtype = (uint32_t)k->dtype;
+    sig->op = (uint32_t)k->op;
+    sig->coll = ORB_COLL_SEND;
+    sig->seq = k->tag;
+    sig->root = k->coll == ORB_COLL_SEND ? rank : k->root;
+}
+
 /* The public entry points' one way in (coll_front.c): check, plan, sign, then run the call
  * or, inside orb_group_start/end, queue it. */
 orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream);
@@ -66,9 +80,19 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
 /* Whether this thread is between orb_group_start and orb_group_end. */
 int orb_group_open(void);
 
+/* Not broken, not aborted, no error posted by a peer: the communicator may run calls (else
+ * its last error says why). */
+orb_status_t orb_host_usable(struct orb_comm *c);
+
 /* The host executor (coll_host.c): run calls *p[0..n) of one communicator together (pointers:
  * a group's calls are run where they are queued, not copied). */
 orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *const *p, int n);
+/* Sends and receives of one small piece each on the eager path (collectives/exec.h,
+ * orb_exec_eager): *left is how many of ops it left not done for orb_host_run (all of them
+ * where handshakes are due); an unusable communicator's error as orb_host_run gives it, and a
+ * mismatch fails the communicator as a run would. */
+orb_status_t orb_host_eager(struct orb_comm *c, orb_eager_op_t *ops, int n, int *left);
+
 /* Waits for the handshake pieces earlier rooted calls returned without (c->due) and checks
  * them: where no host run would, before a device call (orb_cuda_admit) and when the
  * communicator is destroyed. ORB_OK at once when none is due. */

@@ -117,10 +117,11 @@ typedef struct {
     const orb_plan_t *borrowed; /* the cache's plan it runs (see GROUP_BORROW), or NULL: its copy */
     orb_plan_t plan;            /* owned copy: the cache may evict while the group is open */
     orb_trace_mark_t mark;
+    int eager; /* no plan yet: the eager path's to run (eager_call), planned only if it leaves it */
 } queued_t;
 
 /* (Not a pointer to its own copy: the queue moves when it grows.) */
-static const orb_plan_t *plan_of(const queued_t *q) { return q->borrowed ? q->borrowed : &q->plan; }
+static const orb_plan_t *plan_of(const queued_t *q) { return q->eager ? NULL : q->borrowed ? q->borrowed : &q->plan; }
 
 /* The cache evicts its least recently used shape, and a group's calls are its most recently
  * used: while a group has made fewer lookups on a communicator than the cache has entries,
@@ -136,6 +137,7 @@ typedef struct {
     int depth;
     queued_t *q; /* the open group's calls */
     int n, cap;
+    int nborrowed; /* of its calls, those that run the cache's plan */
     /* The last group's queue, kept with its plans' step arrays for the next group: a grouped
      * send and recv (every ring shift) would otherwise allocate and free on every call. Freed
      * when the thread exits (a key's destructor; the main thread's stays reachable to the end). */
@@ -239,23 +241,113 @@ static orb_status_t queue_slot(group_tls_t *g, struct orb_comm *c, orb_coll_t co
 static orb_status_t enqueue(group_tls_t *g, orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
-    for (int i = 0; g->n == GROUP_BORROW && i < g->n; i++) /* before this call's lookup */
+    /* before this call's lookup (eager calls, which make none, may have taken the place
+     * where the count reached the limit) */
+    for (int i = 0; g->n >= GROUP_BORROW && g->nborrowed && i < g->n; i++)
         if (g->q[i].borrowed) {
             if (plan_copy(&g->q[i].plan, g->q[i].borrowed) != ORB_OK)
                 return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                                      orb_coll_fn_name(p->a.coll), c->rank);
             g->q[i].borrowed = NULL;
+            g->nborrowed--;
         }
     orb_status_t st = plan_and_sign(p);
     if (st != ORB_OK)
         return st;
     queued_t *q = &g->q[g->n];
+    q->eager = 0;
     /* device calls keep copying, as before: that path cannot be measured without a GPU here */
     q->borrowed = g->n < GROUP_BORROW && !p->device ? p->plan : NULL;
     if (!q->borrowed && plan_copy(&q->plan, p->plan) != ORB_OK)
         return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
                              orb_coll_fn_name(p->a.coll), c->rank);
+    g->nborrowed += q->borrowed != NULL;
     g->n++;
+    return ORB_OK;
+}
+
+/* ---- the eager path ----------------------------------------------------------------- */
+
+enum { EAGER_GROUP_MAX = 16 }; /* calls of a group the eager path runs together, at most */
+
+/* A send or recv small enough to go as one piece straight through the transport
+ * (collectives/exec.h, orb_exec_eager): host memory, at most c->eager_bytes (ORBIT_EAGER_BYTES,
+ * never more than the plan's one piece holds: comm_health.c), and no tracer, whose records
+ * follow the plan's steps. */
+static int eager_call(const struct orb_comm *c, const orb_prepared_t *p)
+{
+    const orb_call_t *k = &p->a;
+    return (k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV) && !p->device && k->count &&
+           k->count * orb_dtype_bytes(k->dtype) <= c->eager_bytes && !c->tracer;
+}
+
+static void eager_op(const orb_prepared_t *p, orb_eager_op_t *e)
+{
+    const orb_call_t *k = &p->a;
+    e->peer = k->root;
+    e->sends = k->coll == ORB_COLL_SEND;
+    e->src = k->sendbuf;
+    e->dst = k->recvbuf;
+    e->bytes = (uint32_t)(k->count * orb_dtype_bytes(k->dtype));
+    e->sig = p->sig;
+    e->done = 0;
+}
+
+/* An eager call's signature, no plan (yet). */
+static void eager_sign(struct orb_comm *c, orb_prepared_t *p)
+{
+    orb_call_signature_p2p(c->rank, &p->a, &p->sig);
+    p->sync_next = p->sync_prev = -1;
+    p->plan = NULL;
+    ORB_INFO("%s count %zu %s, peer %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
+             orb_coll_fn_name(p->a.coll), p->a.count, orb_dtype_name(p->a.dtype), p->a.root, c->eager_bytes);
+}
+
+/* Signed, no plan: the eager path runs it at orb_group_end, or plans it then (eager_plan). */
+static orb_status_t enqueue_eager(group_tls_t *g, orb_prepared_t *p)
+{
+    eager_sign(p->comm, p);
+    queued_t *q = &g->q[g->n];
+    q->eager = 1;
+    q->borrowed = NULL;
+    g->n++;
+    return ORB_OK;
+}
+
+/* A call alone on the eager path, then the general one for what that leaves. */
+static orb_status_t eager_alone(struct orb_comm *c, orb_prepared_t *p)
+{
+    eager_sign(c, p);
+    orb_trace_mark_t m;
+    orb_comm_trace_begin(c, p, 0, &m, orb_trace_ticks());
+    orb_eager_op_t e;
+    int left;
+    eager_op(p, &e);
+    orb_status_t st = orb_host_eager(c, &e, 1, &left);
+    if (st == ORB_OK && left) {
+        const orb_prepared_t *pp = p;
+        st = plan_and_sign(p);
+        if (st == ORB_OK)
+            st = orb_host_run(c, &pp, 1);
+    }
+    orb_comm_trace_end(c, &m, st, m.flight || m.trace ? orb_trace_ticks() : 0);
+    if (st != ORB_OK)
+        orb_comm_trace_failed(c, st);
+    return st;
+}
+
+/* A queued eager call the eager path left: planned now, into the group's own copy (the run's
+ * lookups could evict a plan it borrowed). */
+static orb_status_t eager_plan(queued_t *q)
+{
+    orb_status_t st = plan_and_sign(&q->p);
+    if (st != ORB_OK)
+        return st;
+    if (plan_copy(&q->plan, q->p.plan) != ORB_OK)
+        return orb_comm_fail(q->p.comm, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                             orb_coll_fn_name(q->p.a.coll), q->p.comm->rank);
+    q->eager = 0;
+    q->p.plan = &q->plan;
     return ORB_OK;
 }
 
@@ -274,6 +366,43 @@ static int take_next_comm(queued_t *q, int n, char *taken, int device, const orb
         mine[m++] = &q[i].p;
     }
     return m;
+}
+
+/* A group's neager eager calls (of its n): where they are all of it, on one communicator, the
+ * eager path runs them (a send and a recv: every ring shift); what it leaves, and eager calls
+ * beside others, are planned now for the general path. Marks taken those done, *ndone of them. */
+static orb_status_t eager_group(queued_t *q, int n, int neager, char *taken, int *ndone)
+{
+    orb_status_t st = ORB_OK;
+    struct orb_comm *c = q[0].p.comm;
+    int one = neager == n && n <= EAGER_GROUP_MAX && !c->tracer; /* (one may have started since) */
+    for (int i = 1; one && i < n; i++)
+        one = q[i].p.comm == c;
+    if (one) {
+        orb_eager_op_t e[EAGER_GROUP_MAX];
+        int left;
+        for (int i = 0; i < n; i++)
+            eager_op(&q[i].p, &e[i]);
+        st = orb_host_eager(c, e, n, &left);
+        for (int i = 0; i < n; i++)
+            if (e[i].done) {
+                taken[i] = 1;
+                ++*ndone;
+            }
+    }
+    for (int i = 0; *ndone < n && i < n && st == ORB_OK; i++) /* lookups to come: none borrows */
+        if (q[i].borrowed) {
+            if (plan_copy(&q[i].plan, q[i].borrowed) != ORB_OK) {
+                orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
+                return ORB_ERR_NO_MEMORY;
+            }
+            q[i].borrowed = NULL;
+            q[i].p.plan = &q[i].plan;
+        }
+    for (int i = 0; i < n && st == ORB_OK; i++)
+        if (q[i].eager && !taken[i])
+            st = eager_plan(&q[i]);
+    return st;
 }
 
 /* Device calls first: every communicator's device setup side by side, then one launch per
@@ -306,10 +435,15 @@ static orb_status_t run_group(queued_t *q, int n)
     orb_status_t st = ORB_OK;
     int nd = 0, npending = 0;
     const int64_t t0 = orb_trace_ticks();
+    int neager = 0;
     for (int i = 0; i < n; i++) { /* the group's calls start together */
         q[i].p.plan = plan_of(&q[i]);
         orb_comm_trace_begin(q[i].p.comm, &q[i].p, 1, &q[i].mark, t0);
+        neager += q[i].eager;
     }
+    int ndone = 0;
+    if (neager && ((st = eager_group(q, n, neager, taken, &ndone)) != ORB_OK || ndone == n))
+        goto out;
     for (int i = 0; i < n; i++)
         if (q[i].p.device) {
             mine[nd] = q[i].p;
@@ -361,11 +495,12 @@ static orb_status_t run_group(queued_t *q, int n)
     }
     /* (counted down: a scan that finds nothing left was a third of a grouped send and recv's
      * bookkeeping here) */
-    for (int m, left = n - nd; left > 0 && (m = take_next_comm(q, n, taken, 0, which)) > 0; left -= m) {
+    for (int m, left = n - nd - ndone; left > 0 && (m = take_next_comm(q, n, taken, 0, which)) > 0; left -= m) {
         orb_status_t s = orb_host_run(which[0]->comm, which, m);
         if (st == ORB_OK)
             st = s;
     }
+out:
     if (!small) {
         free(mine);
         free(which);
@@ -388,7 +523,7 @@ orb_status_t orb_group_end(void)
     queued_t *q = g->q;
     int n = g->n, cap = g->cap;
     g->q = NULL; /* whatever runs the group starts from an empty queue */
-    g->n = g->cap = 0;
+    g->n = g->cap = g->nborrowed = 0;
     orb_status_t st = n ? run_group(q, n) : ORB_OK;
     const int64_t t1 = n ? orb_trace_ticks() : 0;
     for (int i = 0; i < n; i++) /* one verdict for the whole group, one end */
@@ -444,6 +579,8 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return st;
     if (orb_coll_vector(k->coll) && (st = check_vectors(comm, &p->a)) != ORB_OK)
         return st;
+    if (eager_call(comm, p))
+        return g ? enqueue_eager(g, p) : eager_alone(comm, p);
     if (g)
         return enqueue(g, p);
     /* The device's own checks (and its setup on first use) before the call takes its sequence

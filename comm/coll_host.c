@@ -136,8 +136,7 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     }
 }
 
-/* Not broken, not aborted, no error posted by a peer: the communicator may run calls. */
-static orb_status_t usable(struct orb_comm *c)
+orb_status_t orb_host_usable(struct orb_comm *c)
 {
     if (c->broken)
         return orb_comm_fail(c, c->broken, "rank %d: the communicator is unusable after an earlier error "
@@ -162,11 +161,25 @@ static orb_status_t run_failed(struct orb_comm *c, orb_status_t st, const char *
     return orb_comm_fail(c, st, "%s", err);
 }
 
+orb_status_t orb_host_eager(struct orb_comm *c, orb_eager_op_t *ops, int n, int *left)
+{
+    *left = n;
+    orb_status_t st = orb_host_usable(c); /* (its error, told once: a run would say it again, worse) */
+    if (st != ORB_OK || c->due.n) /* due handshakes: the general executor takes them first */
+        return st;
+    char err[ORB_ERRMSG_BYTES];
+    const int m = orb_exec_eager(&c->env, ops, n, err, sizeof err);
+    if (m < 0)
+        return run_failed(c, (orb_status_t)m, err);
+    *left = m;
+    return ORB_OK;
+}
+
 orb_status_t orb_host_settle(struct orb_comm *c)
 {
     if (!c->due.n && !c->due.confirm_pos)
         return ORB_OK;
-    orb_status_t st = usable(c);
+    orb_status_t st = orb_host_usable(c);
     if (st != ORB_OK)
         return st;
     char err[ORB_ERRMSG_BYTES];
@@ -176,7 +189,7 @@ orb_status_t orb_host_settle(struct orb_comm *c)
 
 orb_status_t orb_host_run(struct orb_comm *c, const orb_prepared_t *const *p, int n)
 {
-    orb_status_t ust = usable(c);
+    orb_status_t ust = orb_host_usable(c);
     if (ust != ORB_OK)
         return ust;
     char err[ORB_ERRMSG_BYTES];

@@ -3,6 +3,7 @@
  * Every transport is asked the same way; this file never knows which one a peer uses. */
 #include <stdio.h>
 
+#include "collectives/tuner.h"
 #include "comm/comm_impl.h"
 #include "core/param.h"
 
@@ -84,4 +85,16 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
     /* a root runs as many calls ahead as a FIFO holds small pieces: in its small ring, or in
      * its large slots where they are the deeper (or shared memory has no small ring) */
     c->due.max = orb_exec_due_max(c->nsmall > c->nslots ? c->nsmall : c->nslots);
+    /* The eager path moves the one piece the plan would: never more than the tuner keeps in
+     * one piece, a chunk (ORBIT_CHUNK_BYTES) or a slot holds, nor what the plan would send
+     * from the caller's buffer (tcp) */
+    const double want = orb_param_num(ORB_PARAM_EAGER_BYTES), chunk = orb_param_num(ORB_PARAM_CHUNK_BYTES);
+    size_t e = want <= 0 ? 0 : want < ORB_TUNER_P2P_ONE_PIECE ? (size_t)want : ORB_TUNER_P2P_ONE_PIECE;
+    if (chunk > 0 && chunk < (double)e)
+        e = (size_t)chunk;
+    if (e > c->slot_bytes)
+        e = c->slot_bytes;
+    if (c->local_send_bytes && e >= c->local_send_bytes)
+        e = c->local_send_bytes - 1;
+    c->eager_bytes = e;
 }

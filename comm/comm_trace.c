@@ -110,7 +110,9 @@ static inline void call_record(orb_trace_call_t *r, const orb_prepared_t *p, uin
         .count = k->count, .coll = (int32_t)k->coll, .dtype = (int32_t)k->dtype,
         .op = orb_coll_reduces(k->coll) ? (int32_t)k->op : -1,
         .root = (orb_coll_rooted(k->coll) || orb_coll_p2p(k->coll)) ? k->root : -1,
-        .algo = (int16_t)p->plan->args.algo, .nchannels = (int16_t)p->plan->nlanes, .device = (uint8_t)p->device,
+        /* no plan: an eager send/recv, the one piece its direct plan would move */
+        .algo = (int16_t)(p->plan ? p->plan->args.algo : ORB_ALGO_DIRECT),
+        .nchannels = (int16_t)(p->plan ? p->plan->nlanes : 1), .device = (uint8_t)p->device,
         .group = (uint8_t)(group != 0),
     };
 }
@@ -126,6 +128,11 @@ void orb_comm_trace_begin(struct orb_comm *c, orb_prepared_t *p, int group, orb_
         orb_trace_call_t *r = m->trace = orb_trace_ring_push(&t->calls);
         call_record(r, p, m->id, group, now);
         r->bytes = call_bytes(c, p);
+        if (!p->plan) { /* an eager send/recv (coll_front.c): its peer's transport */
+            const int tp = c->tp_of[p->a.root];
+            r->transports = tp >= 0 ? (uint8_t)(1u << tp) : 0;
+            return;
+        }
         if (p->plan != t->last_plan) {
             t->last_transports = plan_transports(c, p->plan);
             t->last_plan = p->plan;
