@@ -167,7 +167,10 @@ typedef struct {
  * many are left, or ORB_ERR_MISMATCH (negative) where a receive finds a plain data piece of
  * another size or signature, named in err as the general executor's quick lane names it (at
  * once: a peer that found it too may tell every rank before a later look here). Only where
- * nothing is due (env->due): the general executor takes what is due before a peer's data. */
+ * nothing is due (env->due): the general executor takes what is due before a peer's data.
+ * (The general executor then spins and yields afresh before it sleeps: a receive that waits
+ * that long burns up to twice ORBIT_YIELD_US first. Handing it the time spent would change
+ * orb_exec_run for every caller; with more ranks than CPUs the yield is what lets the peer in.) */
 int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *err, size_t errlen);
 
 /* The data piece got from peer does not match this rank's call sig (or its size want_bytes):
