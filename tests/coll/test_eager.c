@@ -16,6 +16,8 @@
  *                                        holds 64);
  *   ... test_eager half               the same with ORBIT_EAGER_BYTES=0 on odd ranks: the eager
  *                                     piece is the one the plan sends, so the two paths meet;
+ *   ... test_eager tcp                the same with rank r on pretend host r % 2 (ORBIT_HOSTID):
+ *                                     neighbours over TCP;
  *   ... test_eager mismatch           pairs (0, 1), (2, 3): a grouped send of tag 5 against a
  *                                     grouped recv of tag 6, then of 4 against 3 elements,
  *                                     then tags 5 and 6 without groups: the receiver fails with
@@ -275,6 +277,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "half") && atoi(r) % 2)
         setenv("ORBIT_EAGER_BYTES", "0", 1);
+    if (!strcmp(mode, "tcp")) /* rank r on pretend host r % 2: ring neighbours talk over TCP */
+        setenv("ORBIT_HOSTID", atoi(r) % 2 ? "eager-h1" : "eager-h0", 1);
     orb_comm_t comm;
     if (orb_comm_init_env(&comm) != ORB_OK) {
         fprintf(stderr, "init failed: %s\n", orb_comm_last_error(NULL));
