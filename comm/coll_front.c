@@ -237,20 +237,32 @@ static orb_status_t queue_slot(group_tls_t *g, struct orb_comm *c, orb_coll_t co
     return ORB_OK;
 }
 
+/* Every call of q[0..n) that runs the cache's plan gets its own copy: lookups to come may
+ * evict it. */
+static orb_status_t unborrow(queued_t *q, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (q[i].borrowed) {
+            if (plan_copy(&q[i].plan, q[i].borrowed) != ORB_OK)
+                return ORB_ERR_NO_MEMORY;
+            q[i].borrowed = NULL;
+            q[i].p.plan = &q[i].plan;
+        }
+    return ORB_OK;
+}
+
 /* Call p, checked and prepared in the queue's next slot (queue_slot), joins the group. */
 static orb_status_t enqueue(group_tls_t *g, orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
     /* before this call's lookup (eager calls, which make none, may have taken the place
      * where the count reached the limit) */
-    for (int i = 0; g->n >= GROUP_BORROW && g->nborrowed && i < g->n; i++)
-        if (g->q[i].borrowed) {
-            if (plan_copy(&g->q[i].plan, g->q[i].borrowed) != ORB_OK)
-                return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
-                                     orb_coll_fn_name(p->a.coll), c->rank);
-            g->q[i].borrowed = NULL;
-            g->nborrowed--;
-        }
+    if (g->n >= GROUP_BORROW && g->nborrowed) {
+        if (unborrow(g->q, g->n) != ORB_OK)
+            return orb_comm_fail(c, ORB_ERR_NO_MEMORY, "%s: rank %d: no memory to queue a call of the group",
+                                 orb_coll_fn_name(p->a.coll), c->rank);
+        g->nborrowed = 0;
+    }
     orb_status_t st = plan_and_sign(p);
     if (st != ORB_OK)
         return st;
@@ -314,7 +326,9 @@ static orb_status_t enqueue_eager(group_tls_t *g, orb_prepared_t *p)
     return ORB_OK;
 }
 
-/* A call alone on the eager path, then the general one for what that leaves. */
+/* A call alone on the eager path, then the general one for what that leaves. (Its own copy
+ * of the single call's tail below: folded into one, a send alone took 680 instructions, not
+ * 630, 2026-11-30.) */
 static orb_status_t eager_alone(struct orb_comm *c, orb_prepared_t *p)
 {
     eager_sign(c, p);
@@ -390,15 +404,10 @@ static orb_status_t eager_group(queued_t *q, int n, int neager, char *taken, int
                 ++*ndone;
             }
     }
-    for (int i = 0; *ndone < n && i < n && st == ORB_OK; i++) /* lookups to come: none borrows */
-        if (q[i].borrowed) {
-            if (plan_copy(&q[i].plan, q[i].borrowed) != ORB_OK) {
-                orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
-                return ORB_ERR_NO_MEMORY;
-            }
-            q[i].borrowed = NULL;
-            q[i].p.plan = &q[i].plan;
-        }
+    if (st == ORB_OK && *ndone < n && unborrow(q, n) != ORB_OK) { /* lookups to come */
+        orb_set_thread_error("orb_group_end: no memory to run the %d calls of the group", n);
+        return ORB_ERR_NO_MEMORY;
+    }
     for (int i = 0; i < n && st == ORB_OK; i++)
         if (q[i].eager && !taken[i])
             st = eager_plan(&q[i]);
