@@ -147,8 +147,17 @@ orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nop
 
 /* The eager path (exec_eager.c): a send or receive of one small piece, the whole call, moved
  * straight through channel 0's connection to or from peer. Its piece is the one the call's
- * plan would move (one step on lane 0, the tuner's rule for send/recv of at most
- * ORB_TUNER_P2P_ONE_PIECE bytes) with the same header, so either side may take either path. */
+ * plan would move (one step on lane 0, the tuner's rule for calls of at most
+ * ORB_TUNER_ONE_PIECE bytes) with the same header, so either side may take either path. The
+ * header's step, which no receiver reads, says 0.
+ *
+ * A rooted call of two ranks over shared memory (broadcast, scatter, gather, reduce) is one
+ * such piece too, with the vouching run_ops_n would set up (orb_exec_op_t.vouch): the rank
+ * that sends (ORB_VOUCH_TRUSTED) puts the handshake on it (ORB_PIECE_SYNC), keeps its
+ * signature in env->due's history and leaves the piece there to be confirmed, as a run
+ * does; the rank that receives (ORB_VOUCH_CHECKS) takes a piece with the handshake on it. The
+ * root's own block moves locally (own, from mine), after its piece went or came; a reduce's
+ * root folds the piece into mine instead (reduces). */
 typedef struct {
     int peer;
     int sends;       /* 1: to peer; 0: from peer */
@@ -156,6 +165,14 @@ typedef struct {
     void *dst;       /* receives */
     uint32_t bytes;  /* at least 1 */
     orb_slot_hdr_t sig;
+    int vouch;        /* ORB_VOUCH_*: NONE for send/recv */
+    const void *mine; /* the root's own block, or NULL */
+    void *own;        /* where it goes (may be mine: in place) */
+    int reduces;      /* receives: dst = op(mine, the piece), count elements of dtype */
+    orb_dtype_t dtype;
+    orb_op_t op;
+    int postdiv;
+    size_t count;
     int done; /* set by orb_exec_eager */
 } orb_eager_op_t;
 

@@ -1,7 +1,8 @@
-/* The eager path (exec.h): small sends and receives straight to and from the transport, past
- * the plan and the general executor, as MPI's eager sends go into the peer's fast box. The
- * general executor's quick lane moves the same piece, with the same header, but a grouped
- * send and recv reached it through some 1500 instructions of queueing, planning and set-up
+/* The eager path (exec.h): small sends and receives, and two ranks' small rooted calls,
+ * straight to and from the transport, past the plan and the general executor, as MPI's eager
+ * sends go into the peer's fast box. The general executor's quick lane moves the same piece,
+ * with the same header, but a grouped send and recv reached it through some 1500
+ * instructions of queueing, planning and set-up, a broadcast's root through some 1250
  * (docs/perf.md, 2026-11-30). Only the case where all goes well is handled here; anything
  * else is left to the general executor, which starts where this stopped. */
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include "core/clock.h"
 #include "core/relax.h"
 #include "kernels/copy_small.h"
+#include "kernels/reduce.h"
 
 /* Is there an op before i, not done, on the same connection (peer and direction)? Then op i
  * waits: pieces on one FIFO go in issue order. */
@@ -28,6 +30,15 @@ static void copy_piece(void *dst, const void *src, size_t bytes)
         orb_copy_small(dst, src, bytes);
     else
         memcpy(dst, src, bytes);
+}
+
+/* The handshake rides on the piece of a rank that sends to a vouching peer, whose check of it
+ * stands for the call; its signature stays in the history that names it should a piece of the
+ * peer's for that call turn up later (exec.h, orb_exec_due_t). */
+static void trusted_send(const orb_exec_env_t *env, const orb_eager_op_t *o, orb_slot_hdr_t *sh)
+{
+    sh->flags |= ORB_PIECE_SYNC;
+    env->due->hist_sig[o->sig.seq % ORB_EXEC_HIST_CAP] = o->sig;
 }
 
 /* One look at every op not done. Returns 1 when one of them must go to the general executor
@@ -59,7 +70,16 @@ static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int
             sh->nbytes = o->bytes;
             sh->step = 0;
             sh->sender = env->rank;
+            if (o->vouch == ORB_VOUCH_TRUSTED) /* as run_ops_n's vouch_setup and exec_run_n leave it */
+                trusted_send(env, o, sh);
             sc->ops->send_post(sc);
+            if (o->vouch == ORB_VOUCH_TRUSTED) {
+                env->due->confirm_peer = o->peer;
+                env->due->confirm_pos = sc->pos;
+                env->due->confirm_seq = o->sig.seq;
+            }
+            if (o->own && o->own != o->mine)
+                copy_piece(o->own, o->mine, o->bytes);
             o->done = 1;
             continue;
         }
@@ -70,14 +90,20 @@ static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int
             continue;
         }
         /* A piece with flags (a handshake, a late one, an address) is the general executor's
-         * to take or check; a data piece of another call is named here, as its quick lane would */
-        if (rh->flags) {
+         * to take or check, but for the handshake a vouching receiver takes on its data; a data
+         * piece of another call is named here, as its quick lane would */
+        if (rh->flags & ~(o->vouch == ORB_VOUCH_CHECKS ? ORB_PIECE_SYNC : 0u)) {
             ++*left;
             return 1;
         }
         if (rh->nbytes != o->bytes || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig)))
             return (int)orb_exec_data_mismatch(env, &o->sig, rh, o->bytes, o->peer, err, errlen);
-        copy_piece(o->dst, rh + 1, o->bytes);
+        if (o->own && o->own != o->mine)
+            copy_piece(o->own, o->mine, o->bytes);
+        if (o->reduces)
+            orb_kernel_reduce(o->dst, NULL, o->mine, rh + 1, o->count, o->dtype, o->op, o->postdiv);
+        else
+            copy_piece(o->dst, rh + 1, o->bytes);
         rc->ops->recv_release(rc);
         o->done = 1;
     }

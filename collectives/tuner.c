@@ -383,8 +383,10 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     /* no more channels than elements: an empty channel only adds its alpha */
     const size_t elems = coll == ORB_COLL_BARRIER || count == 0 ? 1 : count;
     int ch_max = elems < (size_t)max_channels ? (int)elems : max_channels;
-    if ((coll == ORB_COLL_SEND || coll == ORB_COLL_RECV) && count * elem_size <= ORB_TUNER_P2P_ONE_PIECE)
+    if ((orb_coll_p2p(coll) || (orb_coll_rooted(coll) && nranks == 2)) && count * elem_size <= ORB_TUNER_ONE_PIECE) {
         ch_max = 1;
+        nchunks = 1; /* (the largest: a slot, or ORBIT_CHUNK_BYTES) */
+    }
     orb_tuner_choice_t best = {.algo = ORB_NUM_ALGOS, .predicted_us = INFINITY};
     double runner_up = INFINITY;
     orb_algo_t runner_algo = ORB_NUM_ALGOS;

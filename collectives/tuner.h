@@ -32,9 +32,10 @@ typedef struct {
     int nics;              /* independent inter-host links of a host, shared by its ranks (< 1: 1) */
 } orb_tuner_hosts_t;
 
-/* A send or recv of at most this many bytes, one chunk or less, is one piece on one channel
- * whatever the model says: the eager path (exec.h) moves exactly that piece. */
-#define ORB_TUNER_P2P_ONE_PIECE 1024
+/* A send or recv of at most this many bytes, or a rooted call of two ranks (broadcast, scatter,
+ * gather, reduce) whose block is, one chunk or less, is one piece on one channel whatever
+ * the model says (its largest chunk): the eager path (exec.h) moves exactly that piece. */
+#define ORB_TUNER_ONE_PIECE 1024
 
 /* Choice for one call. count is the call's count (per-rank block for gather, allgather and
  * reduce_scatter); link is the slowest link class the algorithm crosses (NULL: shared

@@ -26,8 +26,8 @@ static uint64_t vec_hash(const size_t *v, size_t n)
     return h;
 }
 
-/* The plan and the signature: what either executor needs. */
-static orb_status_t plan_and_sign(orb_prepared_t *p)
+/* The plan (the plan cache's): what either executor needs, with the signature. */
+static orb_status_t plan_call(orb_prepared_t *p, const orb_plan_cache_entry_t **entry)
 {
     struct orb_comm *c = p->comm;
     const orb_call_t *k = &p->a;
@@ -39,20 +39,35 @@ static orb_status_t plan_and_sign(orb_prepared_t *p)
         p->key.vec = c->vec;
         p->key.vhash = vec_hash(c->vec, 4 * (size_t)c->nranks);
     }
-    const orb_plan_cache_entry_t *entry;
     char why[ORB_ERRMSG_BYTES / 2];
     why[0] = 0; /* not = "": that would clear all of it on every call */
-    orb_status_t st = orb_comm_plan(c, &p->key, &entry, why, sizeof why);
+    orb_status_t st = orb_comm_plan(c, &p->key, entry, why, sizeof why);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", orb_coll_fn_name(k->coll),
                              c->rank, why);
-    p->plan = &entry->plan;
-    orb_call_signature(c, k, &p->sig, &p->sync_next, &p->sync_prev);
+    p->plan = &(*entry)->plan;
+    return ORB_OK;
+}
+
+static void plan_told(const orb_prepared_t *p, const orb_plan_cache_entry_t *entry)
+{
+    const orb_call_t *k = &p->a;
     ORB_INFO("%s #%llu count %zu %s%s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)",
              orb_coll_fn_name(k->coll),
-             (unsigned long long)c->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
+             (unsigned long long)p->comm->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
              orb_algo_name(p->plan->args.algo), p->plan->args.chunk_elems, p->plan->nlanes,
              p->plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
+}
+
+/* The plan and the signature: what either executor needs. */
+static orb_status_t plan_and_sign(orb_prepared_t *p)
+{
+    const orb_plan_cache_entry_t *entry;
+    orb_status_t st = plan_call(p, &entry);
+    if (st != ORB_OK)
+        return st;
+    orb_call_signature(p->comm, &p->a, &p->sig, &p->sync_next, &p->sync_prev);
+    plan_told(p, entry);
     return ORB_OK;
 }
 
@@ -285,34 +300,113 @@ enum { EAGER_GROUP_MAX = 16 }; /* calls of a group the eager path runs together,
 /* A send or recv small enough to go as one piece straight through the transport
  * (collectives/exec.h, orb_exec_eager): host memory, at most c->eager_bytes (ORBIT_EAGER_BYTES,
  * never more than the plan's one piece holds: comm_health.c), and no tracer, whose records
- * follow the plan's steps. */
-static int eager_call(const struct orb_comm *c, const orb_prepared_t *p)
+ * follow the plan's steps. So too a rooted call of two ranks whose pieces vouch
+ * (c->eager_rooted), alone: in a group, no call vouches (run_ops_n). */
+static int eager_call(const struct orb_comm *c, const orb_prepared_t *p, int grouped)
 {
     const orb_call_t *k = &p->a;
-    return (k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV) && !p->device && k->count &&
-           k->count * orb_dtype_bytes(k->dtype) <= c->eager_bytes && !c->tracer;
+    return k->count * orb_dtype_bytes(k->dtype) <= c->eager_bytes && k->count && !p->device && !c->tracer &&
+           (orb_coll_p2p(k->coll) || (c->eager_rooted && !grouped && orb_coll_rooted(k->coll)));
+}
+
+/* A rooted call's one piece (exec.h): the root sends its peer's block (broadcast: all of it;
+ * scatter) or receives it (gather; reduce: folded into its own), and moves its own block. */
+static void eager_rooted_op(const orb_prepared_t *p, size_t bytes, orb_eager_op_t *e)
+{
+    const orb_call_t *k = &p->a;
+    const int rank = p->comm->rank, peer = 1 - rank; /* (two ranks) */
+    const int root = k->root == rank;
+    const char *in = p->in;
+    char *out = p->out;
+    e->peer = peer;
+    e->mine = e->own = NULL;
+    switch (k->coll) {
+    case ORB_COLL_BROADCAST: /* the root's output gets its input, as everyone's */
+        e->sends = root;
+        e->src = in;
+        e->dst = out;
+        if (root) {
+            e->mine = in;
+            e->own = out;
+        }
+        break;
+    case ORB_COLL_SCATTER:
+        e->sends = root;
+        e->src = in + (size_t)peer * bytes;
+        e->dst = out;
+        if (root) {
+            e->mine = in + (size_t)rank * bytes;
+            e->own = out;
+        }
+        break;
+    case ORB_COLL_GATHER:
+        e->sends = !root;
+        e->src = in;
+        e->dst = out + (size_t)peer * bytes;
+        if (root) {
+            e->mine = in;
+            e->own = out + (size_t)rank * bytes;
+        }
+        break;
+    default: /* ORB_COLL_REDUCE: the root's output is op(its input, the peer's) */
+        e->sends = !root;
+        e->src = in;
+        e->dst = out;
+        e->reduces = root;
+        e->mine = root ? in : NULL;
+        e->dtype = k->dtype;
+        e->op = k->op == ORB_AVG ? ORB_SUM : k->op; /* as coll_host.c's exec_op */
+        e->postdiv = k->op == ORB_AVG ? 2 : 0;
+        e->count = k->count;
+        break;
+    }
+    e->vouch = e->sends ? ORB_VOUCH_TRUSTED : ORB_VOUCH_CHECKS;
 }
 
 static void eager_op(const orb_prepared_t *p, orb_eager_op_t *e)
 {
     const orb_call_t *k = &p->a;
+    e->bytes = (uint32_t)(k->count * orb_dtype_bytes(k->dtype));
+    e->sig = p->sig;
+    e->done = 0;
+    e->reduces = 0;
+    if (!orb_coll_p2p(k->coll)) {
+        eager_rooted_op(p, e->bytes, e);
+        return;
+    }
     e->peer = k->root;
     e->sends = k->coll == ORB_COLL_SEND;
     e->src = k->sendbuf;
     e->dst = k->recvbuf;
-    e->bytes = (uint32_t)(k->count * orb_dtype_bytes(k->dtype));
-    e->sig = p->sig;
-    e->done = 0;
+    e->vouch = ORB_VOUCH_NONE;
+    e->mine = e->own = NULL;
 }
 
 /* An eager call's signature, no plan (yet). */
 static void eager_sign(struct orb_comm *c, orb_prepared_t *p)
 {
-    orb_call_signature_p2p(c->rank, &p->a, &p->sig);
-    p->sync_next = p->sync_prev = -1;
+    if (orb_coll_p2p(p->a.coll)) {
+        orb_call_signature_p2p(c->rank, &p->a, &p->sig);
+        p->sync_next = p->sync_prev = -1;
+    } else {
+        orb_call_signature(c, &p->a, &p->sig, &p->sync_next, &p->sync_prev);
+    }
     p->plan = NULL;
-    ORB_INFO("%s count %zu %s, peer %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
-             orb_coll_fn_name(p->a.coll), p->a.count, orb_dtype_name(p->a.dtype), p->a.root, c->eager_bytes);
+    ORB_INFO("%s count %zu %s, %s %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
+             orb_coll_fn_name(p->a.coll), p->a.count, orb_dtype_name(p->a.dtype),
+             orb_coll_p2p(p->a.coll) ? "peer" : "root", p->a.root, c->eager_bytes);
+}
+
+/* Planned after the eager path left it, signed already: a rooted call's number is taken. */
+static orb_status_t eager_replan(orb_prepared_t *p)
+{
+    if (orb_coll_p2p(p->a.coll))
+        return plan_and_sign(p);
+    const orb_plan_cache_entry_t *entry;
+    orb_status_t st = plan_call(p, &entry);
+    if (st == ORB_OK)
+        plan_told(p, entry);
+    return st;
 }
 
 /* Signed, no plan: the eager path runs it at orb_group_end, or plans it then (eager_plan). */
@@ -340,7 +434,7 @@ static orb_status_t eager_alone(struct orb_comm *c, orb_prepared_t *p)
     orb_status_t st = orb_host_eager(c, &e, 1, &left);
     if (st == ORB_OK && left) {
         const orb_prepared_t *pp = p;
-        st = plan_and_sign(p);
+        st = eager_replan(p);
         if (st == ORB_OK)
             st = orb_host_run(c, &pp, 1);
     }
@@ -354,7 +448,7 @@ static orb_status_t eager_alone(struct orb_comm *c, orb_prepared_t *p)
  * lookups could evict a plan it borrowed). */
 static orb_status_t eager_plan(queued_t *q)
 {
-    orb_status_t st = plan_and_sign(&q->p);
+    orb_status_t st = eager_replan(&q->p);
     if (st != ORB_OK)
         return st;
     if (plan_copy(&q->plan, q->p.plan) != ORB_OK)
@@ -588,7 +682,7 @@ orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t s
         return st;
     if (orb_coll_vector(k->coll) && (st = check_vectors(comm, &p->a)) != ORB_OK)
         return st;
-    if (eager_call(comm, p))
+    if (eager_call(comm, p, g != NULL))
         return g ? enqueue_eager(g, p) : eager_alone(comm, p);
     if (g)
         return enqueue(g, p);

@@ -2,6 +2,7 @@
  * on, whether the job is still healthy while it waits, and how a failure reaches every rank.
  * Every transport is asked the same way; this file never knows which one a peer uses. */
 #include <stdio.h>
+#include <strings.h>
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
@@ -89,7 +90,7 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
      * one piece, a chunk (ORBIT_CHUNK_BYTES) or a slot holds, nor what the plan would send
      * from the caller's buffer (tcp) */
     const double want = orb_param_num(ORB_PARAM_EAGER_BYTES), chunk = orb_param_num(ORB_PARAM_CHUNK_BYTES);
-    size_t e = want <= 0 ? 0 : want < ORB_TUNER_P2P_ONE_PIECE ? (size_t)want : ORB_TUNER_P2P_ONE_PIECE;
+    size_t e = want <= 0 ? 0 : want < ORB_TUNER_ONE_PIECE ? (size_t)want : ORB_TUNER_ONE_PIECE;
     if (chunk > 0 && chunk < (double)e)
         e = (size_t)chunk;
     if (e > c->slot_bytes)
@@ -97,4 +98,11 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
     if (c->local_send_bytes && e >= c->local_send_bytes)
         e = c->local_send_bytes - 1;
     c->eager_bytes = e;
+    /* Two ranks' rooted calls take it only where the receiver vouches for the sender's piece
+     * (exec.h: checks on, shared memory, one piece one way), and not where ORBIT_ALGO=ordered
+     * plans a reduce of two ranks as pieces both ways */
+    const char *algo = orb_param_str(ORB_PARAM_S_ALGO);
+    c->eager_rooted = e && c->nranks == 2 && c->check_signatures &&
+                      c->send[(size_t)(1 - c->rank) * (size_t)c->nchannels].ops->tail_is_receivers &&
+                      !(algo && strcasecmp(algo, orb_algo_name(ORB_ALGO_ORDERED)) == 0);
 }
