@@ -164,7 +164,7 @@ typedef struct {
     const void *src; /* sends */
     void *dst;       /* receives */
     uint32_t bytes;  /* at least 1 */
-    orb_slot_hdr_t sig;
+    const orb_slot_hdr_t *sig; /* the call's, which outlives the op */
     int vouch;        /* ORB_VOUCH_*: NONE for send/recv */
     const void *mine; /* the root's own block, or NULL */
     void *own;        /* where it goes (may be mine: in place) */
@@ -179,8 +179,9 @@ typedef struct {
 /* Runs ops[0..n) as far as the eager path takes them, each on its connection in issue order:
  * a send where its FIFO has a slot free, a receive whose piece comes in while this spins and
  * yields as the general executor would (env->spin_s, env->yield_s). The rest (a full FIFO, a
- * piece with flags: a handshake, a late one, an address; a peer that takes longer) is left
- * not done for orb_exec_run, which then starts from the first piece not moved. Returns how
+ * piece with flags: a handshake, a late one, an address, but the handshake on a vouched
+ * piece; a peer that takes longer) is left not done for orb_exec_run, which then starts from
+ * the first piece not moved. A rooted call's op (vouch set) comes alone (n = 1). Returns how
  * many are left, or ORB_ERR_MISMATCH (negative) where a receive finds a plain data piece of
  * another size or signature, named in err as the general executor's quick lane names it (at
  * once: a peer that found it too may tell every rank before a later look here). Only where

@@ -38,13 +38,15 @@ static void copy_piece(void *dst, const void *src, size_t bytes)
 static void trusted_send(const orb_exec_env_t *env, const orb_eager_op_t *o, orb_slot_hdr_t *sh)
 {
     sh->flags |= ORB_PIECE_SYNC;
-    env->due->hist_sig[o->sig.seq % ORB_EXEC_HIST_CAP] = o->sig;
+    env->due->hist_sig[o->sig->seq % ORB_EXEC_HIST_CAP] = *o->sig;
 }
 
 /* One look at every op not done. Returns 1 when one of them must go to the general executor
  * (stuck), 0 otherwise, or a negative status (a mismatch, named in err); *left is how many
- * are not done. */
-static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int *left, char *err, size_t errlen)
+ * are not done. rooted: ops is one rooted call's (orb_eager_op_t.vouch set), else sends and
+ * receives only, whose pass does without its tests. */
+static inline __attribute__((always_inline)) int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n,
+                                                            int *left, char *err, size_t errlen, const int rooted)
 {
     const size_t nch = (size_t)env->nchannels;
     *left = 0;
@@ -66,19 +68,19 @@ static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int
                 return 1;
             }
             copy_piece(sh + 1, o->src, o->bytes);
-            orb_piece_hdr_put(sh, &o->sig); /* as the quick lane's data_header writes it */
+            orb_piece_hdr_put(sh, o->sig); /* as the quick lane's data_header writes it */
             sh->nbytes = o->bytes;
             sh->step = 0;
             sh->sender = env->rank;
-            if (o->vouch == ORB_VOUCH_TRUSTED) /* as run_ops_n's vouch_setup and exec_run_n leave it */
+            if (rooted && o->vouch == ORB_VOUCH_TRUSTED) /* as run_ops_n's vouch_setup and exec_run_n leave it */
                 trusted_send(env, o, sh);
             sc->ops->send_post(sc);
-            if (o->vouch == ORB_VOUCH_TRUSTED) {
+            if (rooted && o->vouch == ORB_VOUCH_TRUSTED) {
                 env->due->confirm_peer = o->peer;
                 env->due->confirm_pos = sc->pos;
-                env->due->confirm_seq = o->sig.seq;
+                env->due->confirm_seq = o->sig->seq;
             }
-            if (o->own && o->own != o->mine)
+            if (rooted && o->own && o->own != o->mine)
                 copy_piece(o->own, o->mine, o->bytes);
             o->done = 1;
             continue;
@@ -92,15 +94,15 @@ static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int
         /* A piece with flags (a handshake, a late one, an address) is the general executor's
          * to take or check, but for the handshake a vouching receiver takes on its data; a data
          * piece of another call is named here, as its quick lane would */
-        if (rh->flags & ~(o->vouch == ORB_VOUCH_CHECKS ? ORB_PIECE_SYNC : 0u)) {
+        if (rh->flags & ~(rooted && o->vouch == ORB_VOUCH_CHECKS ? ORB_PIECE_SYNC : 0u)) {
             ++*left;
             return 1;
         }
-        if (rh->nbytes != o->bytes || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig)))
-            return (int)orb_exec_data_mismatch(env, &o->sig, rh, o->bytes, o->peer, err, errlen);
-        if (o->own && o->own != o->mine)
+        if (rh->nbytes != o->bytes || (env->check_signatures && !orb_exec_sig_equal(rh, o->sig)))
+            return (int)orb_exec_data_mismatch(env, o->sig, rh, o->bytes, o->peer, err, errlen);
+        if (rooted && o->own && o->own != o->mine)
             copy_piece(o->own, o->mine, o->bytes);
-        if (o->reduces)
+        if (rooted && o->reduces)
             orb_kernel_reduce(o->dst, NULL, o->mine, rh + 1, o->count, o->dtype, o->op, o->postdiv);
         else
             copy_piece(o->dst, rh + 1, o->bytes);
@@ -110,9 +112,10 @@ static int eager_pass(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, int
     return 0;
 }
 
-int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *err, size_t errlen)
+static inline __attribute__((always_inline)) int eager_run(const orb_exec_env_t *env, orb_eager_op_t *ops, int n,
+                                                           char *err, size_t errlen, const int rooted)
 {
-    int left, m = eager_pass(env, ops, n, &left, err, errlen);
+    int left, m = eager_pass(env, ops, n, &left, err, errlen, rooted);
     if (m < 0)
         return m;
     if (m || !left)
@@ -121,7 +124,7 @@ int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *
      * it would go to sleep (or check its peers' health), it takes over. */
     double idle_since = 0;
     for (unsigned passes = 1;; passes++) {
-        if ((m = eager_pass(env, ops, n, &left, err, errlen)) < 0)
+        if ((m = eager_pass(env, ops, n, &left, err, errlen, rooted)) < 0)
             return m;
         if (m || !left)
             return left;
@@ -139,4 +142,10 @@ int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *
         if (now - idle_since >= env->spin_s)
             sched_yield();
     }
+}
+
+/* Two copies: sends and receives, and a rooted call's one op */
+int orb_exec_eager(const orb_exec_env_t *env, orb_eager_op_t *ops, int n, char *err, size_t errlen)
+{
+    return ops[0].vouch != ORB_VOUCH_NONE ? eager_run(env, ops, 1, err, errlen, 1) : eager_run(env, ops, n, err, errlen, 0);
 }

@@ -129,7 +129,6 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
                         int *sync_prev)
 {
     const int p2p = orb_coll_p2p(k->coll);
-    *sig = (orb_slot_hdr_t){0}; /* the whole header travels: no byte of it undefined */
     *sync_next = *sync_prev = -1;
     if (c->check_signatures && c->nranks > 1 && !p2p && (orb_coll_rooted(k->coll) || k->count == 0)) {
         *sync_next = c->ring_next;
@@ -139,10 +138,7 @@ void orb_call_signature(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t 
         orb_call_signature_p2p(c->rank, k, sig);
         return;
     }
-    sig->count = orb_coll_vector(k->coll) ? 0 : k->count; /* the pairs' counts differ: checked on their own */
-    sig->dtype = (uint32_t)k->dtype;
-    sig->op = (uint32_t)k->op;
-    sig->coll = (uint32_t)k->coll;
-    sig->seq = ++c->seq;
-    sig->root = k->root;
+    orb_call_signature_coll(c, k, sig);
+    if (orb_coll_vector(k->coll))
+        sig->count = 0; /* the pairs' counts differ: checked on their own */
 }

@@ -73,6 +73,19 @@ static inline void orb_call_signature_p2p(int rank, const orb_call_t *k, orb_slo
     sig->root = k->coll == ORB_COLL_SEND ? rank : k->root;
 }
 
+/* orb_call_signature of a collective that is not vector (coll_front.c's eager path, and
+ * orb_call_signature): it takes the next sequence number. */
+static inline void orb_call_signature_coll(struct orb_comm *c, const orb_call_t *k, orb_slot_hdr_t *sig)
+{
+    *sig = (orb_slot_hdr_t){0}; /* the whole header travels: no byte of it undefined */
+    sig->count = k->count;
+    sig->dtype = (uint32_t)k->dtype;
+    sig->op = (uint32_t)k->op;
+    sig->coll = (uint32_t)k->coll;
+    sig->seq = ++c->seq;
+    sig->root = k->root;
+}
+
 /* The public entry points' one way in (coll_front.c): check, plan, sign, then run the call
  * or, inside orb_group_start/end, queue it. */
 orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream);

@@ -26,8 +26,8 @@ static uint64_t vec_hash(const size_t *v, size_t n)
     return h;
 }
 
-/* The plan (the plan cache's): what either executor needs, with the signature. */
-static orb_status_t plan_call(orb_prepared_t *p, const orb_plan_cache_entry_t **entry)
+/* The plan and the signature: what either executor needs. */
+static orb_status_t plan_and_sign(orb_prepared_t *p)
 {
     struct orb_comm *c = p->comm;
     const orb_call_t *k = &p->a;
@@ -39,35 +39,20 @@ static orb_status_t plan_call(orb_prepared_t *p, const orb_plan_cache_entry_t **
         p->key.vec = c->vec;
         p->key.vhash = vec_hash(c->vec, 4 * (size_t)c->nranks);
     }
+    const orb_plan_cache_entry_t *entry;
     char why[ORB_ERRMSG_BYTES / 2];
     why[0] = 0; /* not = "": that would clear all of it on every call */
-    orb_status_t st = orb_comm_plan(c, &p->key, entry, why, sizeof why);
+    orb_status_t st = orb_comm_plan(c, &p->key, &entry, why, sizeof why);
     if (st != ORB_OK)
         return orb_comm_fail(c, st, "%s: rank %d: no algorithm for this call: %s", orb_coll_fn_name(k->coll),
                              c->rank, why);
-    p->plan = &(*entry)->plan;
-    return ORB_OK;
-}
-
-static void plan_told(const orb_prepared_t *p, const orb_plan_cache_entry_t *entry)
-{
-    const orb_call_t *k = &p->a;
+    p->plan = &entry->plan;
+    orb_call_signature(c, k, &p->sig, &p->sync_next, &p->sync_prev);
     ORB_INFO("%s #%llu count %zu %s%s: %s, chunk %zu elements, %d channel%s, predicted %.1f us (%s)",
              orb_coll_fn_name(k->coll),
-             (unsigned long long)p->comm->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
+             (unsigned long long)c->seq, k->count, orb_dtype_name(k->dtype), p->device ? " on the device" : "",
              orb_algo_name(p->plan->args.algo), p->plan->args.chunk_elems, p->plan->nlanes,
              p->plan->nlanes > 1 ? "s" : "", entry->predicted_us, entry->reason);
-}
-
-/* The plan and the signature: what either executor needs. */
-static orb_status_t plan_and_sign(orb_prepared_t *p)
-{
-    const orb_plan_cache_entry_t *entry;
-    orb_status_t st = plan_call(p, &entry);
-    if (st != ORB_OK)
-        return st;
-    orb_call_signature(p->comm, &p->a, &p->sig, &p->sync_next, &p->sync_prev);
-    plan_told(p, entry);
     return ORB_OK;
 }
 
@@ -301,24 +286,29 @@ enum { EAGER_GROUP_MAX = 16 }; /* calls of a group the eager path runs together,
  * (collectives/exec.h, orb_exec_eager): host memory, at most c->eager_bytes (ORBIT_EAGER_BYTES,
  * never more than the plan's one piece holds: comm_health.c), and no tracer, whose records
  * follow the plan's steps. So too a rooted call of two ranks whose pieces vouch
- * (c->eager_rooted), alone: in a group, no call vouches (run_ops_n). */
+ * (c->eager_colls), alone: in a group, no call vouches (run_ops_n). */
 static int eager_call(const struct orb_comm *c, const orb_prepared_t *p, int grouped)
 {
     const orb_call_t *k = &p->a;
-    return k->count * orb_dtype_bytes(k->dtype) <= c->eager_bytes && k->count && !p->device && !c->tracer &&
-           (orb_coll_p2p(k->coll) || (c->eager_rooted && !grouped && orb_coll_rooted(k->coll)));
+    return ((c->eager_colls >> k->coll) & 1u) && (!grouped || k->coll == ORB_COLL_SEND || k->coll == ORB_COLL_RECV) &&
+           k->count * orb_dtype_bytes(k->dtype) <= c->eager_bytes && k->count && !p->device && !c->tracer;
 }
 
 /* A rooted call's one piece (exec.h): the root sends its peer's block (broadcast: all of it;
  * scatter) or receives it (gather; reduce: folded into its own), and moves its own block. */
-static void eager_rooted_op(const orb_prepared_t *p, size_t bytes, orb_eager_op_t *e)
+static void eager_rooted_op(const orb_prepared_t *p, orb_eager_op_t *e)
 {
     const orb_call_t *k = &p->a;
+    const size_t bytes = k->count * orb_dtype_bytes(k->dtype);
     const int rank = p->comm->rank, peer = 1 - rank; /* (two ranks) */
     const int root = k->root == rank;
     const char *in = p->in;
     char *out = p->out;
     e->peer = peer;
+    e->bytes = (uint32_t)bytes;
+    e->sig = &p->sig;
+    e->done = 0;
+    e->reduces = 0;
     e->mine = e->own = NULL;
     switch (k->coll) {
     case ORB_COLL_BROADCAST: /* the root's output gets its input, as everyone's */
@@ -363,49 +353,50 @@ static void eager_rooted_op(const orb_prepared_t *p, size_t bytes, orb_eager_op_
     e->vouch = e->sends ? ORB_VOUCH_TRUSTED : ORB_VOUCH_CHECKS;
 }
 
-static void eager_op(const orb_prepared_t *p, orb_eager_op_t *e)
+static inline void eager_op(const orb_prepared_t *p, orb_eager_op_t *e)
 {
     const orb_call_t *k = &p->a;
-    e->bytes = (uint32_t)(k->count * orb_dtype_bytes(k->dtype));
-    e->sig = p->sig;
-    e->done = 0;
-    e->reduces = 0;
-    if (!orb_coll_p2p(k->coll)) {
-        eager_rooted_op(p, e->bytes, e);
-        return;
-    }
     e->peer = k->root;
     e->sends = k->coll == ORB_COLL_SEND;
     e->src = k->sendbuf;
     e->dst = k->recvbuf;
+    e->bytes = (uint32_t)(k->count * orb_dtype_bytes(k->dtype));
+    e->sig = &p->sig;
     e->vouch = ORB_VOUCH_NONE;
-    e->mine = e->own = NULL;
+    e->done = 0;
 }
 
-/* An eager call's signature, no plan (yet). */
+/* An eager send or recv's signature, no plan (yet). */
 static void eager_sign(struct orb_comm *c, orb_prepared_t *p)
 {
-    if (orb_coll_p2p(p->a.coll)) {
-        orb_call_signature_p2p(c->rank, &p->a, &p->sig);
-        p->sync_next = p->sync_prev = -1;
-    } else {
-        orb_call_signature(c, &p->a, &p->sig, &p->sync_next, &p->sync_prev);
-    }
+    orb_call_signature_p2p(c->rank, &p->a, &p->sig);
+    p->sync_next = p->sync_prev = -1;
     p->plan = NULL;
-    ORB_INFO("%s count %zu %s, %s %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
-             orb_coll_fn_name(p->a.coll), p->a.count, orb_dtype_name(p->a.dtype),
-             orb_coll_p2p(p->a.coll) ? "peer" : "root", p->a.root, c->eager_bytes);
+    ORB_INFO("%s count %zu %s, peer %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
+             orb_coll_fn_name(p->a.coll), p->a.count, orb_dtype_name(p->a.dtype), p->a.root, c->eager_bytes);
 }
 
-/* Planned after the eager path left it, signed already: a rooted call's number is taken. */
+/* A rooted call's: it takes the next number (two ranks, checks on: c->eager_colls). */
+static void eager_sign_rooted(struct orb_comm *c, orb_prepared_t *p)
+{
+    orb_call_signature_coll(c, &p->a, &p->sig);
+    p->sync_next = c->ring_next;
+    p->sync_prev = c->ring_prev;
+    p->plan = NULL;
+    ORB_INFO("%s #%llu count %zu %s, root %d: eager, one piece (at most %zu bytes: ORBIT_EAGER_BYTES)",
+             orb_coll_fn_name(p->a.coll), (unsigned long long)c->seq, p->a.count, orb_dtype_name(p->a.dtype),
+             p->a.root, c->eager_bytes);
+}
+
+/* Planned after the eager path left it, signed already: a rooted call is signed again to the
+ * number it took (one caller of the plan cache's lookup, which the compiler then inlines). */
 static orb_status_t eager_replan(orb_prepared_t *p)
 {
-    if (orb_coll_p2p(p->a.coll))
-        return plan_and_sign(p);
-    const orb_plan_cache_entry_t *entry;
-    orb_status_t st = plan_call(p, &entry);
-    if (st == ORB_OK)
-        plan_told(p, entry);
+    const int rooted = !orb_coll_p2p(p->a.coll);
+    p->comm->seq -= rooted;
+    orb_status_t st = plan_and_sign(p);
+    if (st != ORB_OK)
+        p->comm->seq += rooted; /* (not signed: the lookup failed) */
     return st;
 }
 
@@ -425,12 +416,17 @@ static orb_status_t enqueue_eager(group_tls_t *g, orb_prepared_t *p)
  * 630, 2026-11-30.) */
 static orb_status_t eager_alone(struct orb_comm *c, orb_prepared_t *p)
 {
-    eager_sign(c, p);
+    orb_eager_op_t e;
+    if (p->a.coll == ORB_COLL_SEND || p->a.coll == ORB_COLL_RECV) {
+        eager_sign(c, p);
+        eager_op(p, &e);
+    } else {
+        eager_sign_rooted(c, p);
+        eager_rooted_op(p, &e);
+    }
     orb_trace_mark_t m;
     orb_comm_trace_begin(c, p, 0, &m, orb_trace_ticks());
-    orb_eager_op_t e;
     int left;
-    eager_op(p, &e);
     orb_status_t st = orb_host_eager(c, &e, 1, &left);
     if (st == ORB_OK && left) {
         const orb_prepared_t *pp = p;

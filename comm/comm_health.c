@@ -102,7 +102,9 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
      * (exec.h: checks on, shared memory, one piece one way), and not where ORBIT_ALGO=ordered
      * plans a reduce of two ranks as pieces both ways */
     const char *algo = orb_param_str(ORB_PARAM_S_ALGO);
-    c->eager_rooted = e && c->nranks == 2 && c->check_signatures &&
-                      c->send[(size_t)(1 - c->rank) * (size_t)c->nchannels].ops->tail_is_receivers &&
-                      !(algo && strcasecmp(algo, orb_algo_name(ORB_ALGO_ORDERED)) == 0);
+    c->eager_colls = e ? 1u << ORB_COLL_SEND | 1u << ORB_COLL_RECV : 0;
+    if (e && c->nranks == 2 && c->check_signatures &&
+        c->send[(size_t)(1 - c->rank) * (size_t)c->nchannels].ops->tail_is_receivers &&
+        !(algo && strcasecmp(algo, orb_algo_name(ORB_ALGO_ORDERED)) == 0))
+        c->eager_colls |= 1u << ORB_COLL_BROADCAST | 1u << ORB_COLL_SCATTER | 1u << ORB_COLL_GATHER | 1u << ORB_COLL_REDUCE;
 }

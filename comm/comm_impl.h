@@ -54,7 +54,8 @@ struct orb_comm {
                                * from this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
                                * from which the others do */
     size_t eager_bytes; /* send/recv of at most this many bytes take the eager path (0: none; comm_health.c) */
-    int eager_rooted;   /* and two ranks' rooted calls alone, whose pieces vouch (comm_health.c) */
+    uint32_t eager_colls; /* bit ORB_COLL_*: which take it: send and recv, and where their pieces
+                           * vouch, two ranks' rooted calls alone (comm_health.c) */
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
                               * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
     double timeout_s;

@@ -110,7 +110,7 @@ static inline void call_record(orb_trace_call_t *r, const orb_prepared_t *p, uin
         .count = k->count, .coll = (int32_t)k->coll, .dtype = (int32_t)k->dtype,
         .op = orb_coll_reduces(k->coll) ? (int32_t)k->op : -1,
         .root = (orb_coll_rooted(k->coll) || orb_coll_p2p(k->coll)) ? k->root : -1,
-        /* no plan: an eager send/recv, the one piece its direct plan would move */
+        /* no plan: an eager call (coll_front.c), the one piece on one channel its plan would move */
         .algo = (int16_t)(p->plan ? p->plan->args.algo : ORB_ALGO_DIRECT),
         .nchannels = (int16_t)(p->plan ? p->plan->nlanes : 1), .device = (uint8_t)p->device,
         .group = (uint8_t)(group != 0),
