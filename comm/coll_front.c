@@ -310,11 +310,12 @@ static void eager_rooted_op(const orb_prepared_t *p, orb_eager_op_t *e)
     e->done = 0;
     e->reduces = 0;
     e->mine = e->own = NULL;
+    /* (offsets only into the buffers a rank has: a non-root's may be NULL) */
+    e->src = in;
+    e->dst = out;
     switch (k->coll) {
     case ORB_COLL_BROADCAST: /* the root's output gets its input, as everyone's */
         e->sends = root;
-        e->src = in;
-        e->dst = out;
         if (root) {
             e->mine = in;
             e->own = out;
@@ -322,26 +323,22 @@ static void eager_rooted_op(const orb_prepared_t *p, orb_eager_op_t *e)
         break;
     case ORB_COLL_SCATTER:
         e->sends = root;
-        e->src = in + (size_t)peer * bytes;
-        e->dst = out;
         if (root) {
+            e->src = in + (size_t)peer * bytes;
             e->mine = in + (size_t)rank * bytes;
             e->own = out;
         }
         break;
     case ORB_COLL_GATHER:
         e->sends = !root;
-        e->src = in;
-        e->dst = out + (size_t)peer * bytes;
         if (root) {
+            e->dst = out + (size_t)peer * bytes;
             e->mine = in;
             e->own = out + (size_t)rank * bytes;
         }
         break;
     default: /* ORB_COLL_REDUCE: the root's output is op(its input, the peer's) */
         e->sends = !root;
-        e->src = in;
-        e->dst = out;
         e->reduces = root;
         e->mine = root ? in : NULL;
         e->dtype = k->dtype;
