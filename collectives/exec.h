@@ -108,6 +108,22 @@ typedef struct {
     orb_slot_hdr_t hist_sig[ORB_EXEC_HIST_CAP];
 } orb_exec_due_t;
 
+/* A call that sends to a vouching peer (ORB_VOUCH_TRUSTED), the general executor's or the eager
+ * path's: its signature goes into the history as it starts sending ... */
+static inline void orb_exec_vouched_call(orb_exec_due_t *d, const orb_slot_hdr_t *sig)
+{
+    d->hist_sig[sig->seq % ORB_EXEC_HIST_CAP] = *sig;
+}
+
+/* ... and once its last piece to peer is posted (the connection's position now pos), that
+ * piece is the one a run that may not defer waits to see taken. */
+static inline void orb_exec_vouched_end(orb_exec_due_t *d, int peer, uint64_t pos, uint64_t seq)
+{
+    d->confirm_peer = peer;
+    d->confirm_pos = pos;
+    d->confirm_seq = seq;
+}
+
 /* How many handshakes a root may leave due with FIFOs of nslots slots. */
 static inline int orb_exec_due_max(unsigned nslots) { return nslots < ORB_EXEC_DUE_CAP ? (int)nslots : ORB_EXEC_DUE_CAP; }
 

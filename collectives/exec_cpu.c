@@ -986,12 +986,10 @@ static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
         o->sync_merge = ORB_SYNC_VOUCH;
         o->sync_sent = o->sync_recvd = 1;
     } else if ((m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
-        orb_exec_due_t *d = env->due;
-        const int e = (int)(o->sig.seq % ORB_EXEC_HIST_CAP);
         o->vouch = ORB_VOUCH_TRUSTED;
         o->sync_recvd = 1;
         o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
-        d->hist_sig[e] = o->sig;
+        orb_exec_vouched_call(env->due, &o->sig);
     }
 }
 
@@ -1141,11 +1139,9 @@ static inline __attribute__((always_inline)) orb_status_t exec_run_n(const orb_e
 {
     orb_status_t st = run_ops_n(env, ops, nops, err, errlen);
     for (int i = 0; st == ORB_OK && i < nops; i++)
-        if (ops[i].vouch == ORB_VOUCH_TRUSTED) { /* its pieces are the peer's to take: see one_pass */
-            env->due->confirm_peer = ops[i].sync_next;
-            env->due->confirm_pos = env->send[(size_t)ops[i].sync_next * (size_t)env->nchannels].pos;
-            env->due->confirm_seq = ops[i].sig.seq;
-        }
+        if (ops[i].vouch == ORB_VOUCH_TRUSTED) /* its pieces are the peer's to take: see one_pass */
+            orb_exec_vouched_end(env->due, ops[i].sync_next,
+                                 env->send[(size_t)ops[i].sync_next * (size_t)env->nchannels].pos, ops[i].sig.seq);
     /* A failed call returns to a caller who may reuse its buffers at once: pieces that still
      * travel as addresses the transport has not sent yet are copied into their slots first
      * (connections without settle: shared memory, whose peer reads the address itself). */

@@ -32,15 +32,6 @@ static void copy_piece(void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
-/* The handshake rides on the piece of a rank that sends to a vouching peer, whose check of it
- * stands for the call; its signature stays in the history that names it should a piece of the
- * peer's for that call turn up later (exec.h, orb_exec_due_t). */
-static void trusted_send(const orb_exec_env_t *env, const orb_eager_op_t *o, orb_slot_hdr_t *sh)
-{
-    sh->flags |= ORB_PIECE_SYNC;
-    env->due->hist_sig[o->sig->seq % ORB_EXEC_HIST_CAP] = *o->sig;
-}
-
 /* One look at every op not done. Returns 1 when one of them must go to the general executor
  * (stuck), 0 otherwise, or a negative status (a mismatch, named in err); *left is how many
  * are not done. rooted: ops is one rooted call's (orb_eager_op_t.vouch set), else sends and
@@ -72,14 +63,16 @@ static inline __attribute__((always_inline)) int eager_pass(const orb_exec_env_t
             sh->nbytes = o->bytes;
             sh->step = 0;
             sh->sender = env->rank;
-            if (rooted && o->vouch == ORB_VOUCH_TRUSTED) /* as run_ops_n's vouch_setup and exec_run_n leave it */
-                trusted_send(env, o, sh);
-            sc->ops->send_post(sc);
-            if (rooted && o->vouch == ORB_VOUCH_TRUSTED) {
-                env->due->confirm_peer = o->peer;
-                env->due->confirm_pos = sc->pos;
-                env->due->confirm_seq = o->sig->seq;
+            /* to a vouching peer: the handshake rides on the piece, whose check stands for the
+             * call, and the bookkeeping is a run's (exec.h) */
+            const int trusted = rooted && o->vouch == ORB_VOUCH_TRUSTED;
+            if (trusted) {
+                sh->flags |= ORB_PIECE_SYNC;
+                orb_exec_vouched_call(env->due, o->sig);
             }
+            sc->ops->send_post(sc);
+            if (trusted)
+                orb_exec_vouched_end(env->due, o->peer, sc->pos, o->sig->seq);
             if (rooted && o->own && o->own != o->mine)
                 copy_piece(o->own, o->mine, o->bytes);
             o->done = 1;

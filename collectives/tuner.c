@@ -278,8 +278,7 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
     }
 }
 
-/* ORBIT_ALGO as an algorithm: -1 when unset, -2 when it names none. */
-static int forced_algo(const char *s)
+int orb_tuner_forced_algo(const char *s)
 {
     if (!s || !*s)
         return -1;
@@ -338,7 +337,7 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     }
 
     const char *algo_env = orb_param_str(ORB_PARAM_S_ALGO);
-    int forced = forced_algo(algo_env);
+    int forced = orb_tuner_forced_algo(algo_env);
     const char *no_plan = "ORBIT_ALGO has no plan for this collective; ";
     if (forced == -2 && atomic_exchange(&warned_algo, 1) == 0) /* once per process, not per call */
         ORB_WARN("ORBIT_ALGO=\"%s\" is not an algorithm (ring, tree, direct, hier, bruck, ordered, doubling); the tuner "

@@ -37,6 +37,9 @@ typedef struct {
  * the model says (its largest chunk): the eager path (exec.h) moves exactly that piece. */
 #define ORB_TUNER_ONE_PIECE 1024
 
+/* ORBIT_ALGO's text s as an algorithm (orb_algo_t): -1 when unset or empty, -2 when it names none. */
+int orb_tuner_forced_algo(const char *s);
+
 /* Choice for one call. count is the call's count (per-rank block for gather, allgather and
  * reduce_scatter); link is the slowest link class the algorithm crosses (NULL: shared
  * memory defaults); slot_bytes is the executor's slot payload, which bounds the chunk;

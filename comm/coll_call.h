@@ -86,6 +86,11 @@ static inline void orb_call_signature_coll(struct orb_comm *c, const orb_call_t 
     sig->root = k->root;
 }
 
+/* The element-wise op an executor applies for the user's op, and what each result is divided by
+ * after (ORB_AVG: a sum, then / nranks; 0: nothing) */
+static inline orb_op_t orb_call_elem_op(orb_op_t op) { return op == ORB_AVG ? ORB_SUM : op; }
+static inline int orb_call_postdiv(orb_op_t op, int nranks) { return op == ORB_AVG ? nranks : 0; }
+
 /* The public entry points' one way in (coll_front.c): check, plan, sign, then run the call
  * or, inside orb_group_start/end, queue it. */
 orb_status_t orb_coll_enter(orb_comm_t comm, const orb_call_t *k, orb_stream_t stream);

@@ -342,8 +342,8 @@ static void eager_rooted_op(const orb_prepared_t *p, orb_eager_op_t *e)
         e->reduces = root;
         e->mine = root ? in : NULL;
         e->dtype = k->dtype;
-        e->op = k->op == ORB_AVG ? ORB_SUM : k->op; /* as coll_host.c's exec_op */
-        e->postdiv = k->op == ORB_AVG ? 2 : 0;
+        e->op = orb_call_elem_op(k->op);
+        e->postdiv = orb_call_postdiv(k->op, p->comm->nranks);
         e->count = k->count;
         break;
     }

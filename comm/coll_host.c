@@ -46,8 +46,8 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     op->out = p->out;
     op->scratch = NULL;
     op->dtype = p->a.dtype;
-    op->op = p->a.op == ORB_AVG ? ORB_SUM : p->a.op;
-    op->postdiv = p->a.op == ORB_AVG ? c->nranks : 0;
+    op->op = orb_call_elem_op(p->a.op);
+    op->postdiv = orb_call_postdiv(p->a.op, c->nranks);
     op->sig = p->sig;
     op->sync_next = p->sync_next;
     op->sync_prev = p->sync_prev;

@@ -2,7 +2,6 @@
  * on, whether the job is still healthy while it waits, and how a failure reaches every rank.
  * Every transport is asked the same way; this file never knows which one a peer uses. */
 #include <stdio.h>
-#include <strings.h>
 
 #include "collectives/tuner.h"
 #include "comm/comm_impl.h"
@@ -101,10 +100,9 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
     /* Two ranks' rooted calls take it only where the receiver vouches for the sender's piece
      * (exec.h: checks on, shared memory, one piece one way), and not where ORBIT_ALGO=ordered
      * plans a reduce of two ranks as pieces both ways */
-    const char *algo = orb_param_str(ORB_PARAM_S_ALGO);
     c->eager_colls = e ? 1u << ORB_COLL_SEND | 1u << ORB_COLL_RECV : 0;
     if (e && c->nranks == 2 && c->check_signatures &&
         c->send[(size_t)(1 - c->rank) * (size_t)c->nchannels].ops->tail_is_receivers &&
-        !(algo && strcasecmp(algo, orb_algo_name(ORB_ALGO_ORDERED)) == 0))
+        orb_tuner_forced_algo(orb_param_str(ORB_PARAM_S_ALGO)) != ORB_ALGO_ORDERED)
         c->eager_colls |= 1u << ORB_COLL_BROADCAST | 1u << ORB_COLL_SCATTER | 1u << ORB_COLL_GATHER | 1u << ORB_COLL_REDUCE;
 }
