@@ -526,8 +526,16 @@ static inline void piece_copy(void *d1, void *d2, const void *src, size_t count,
         orb_copy_small(d2, src, bytes);
 }
 
-/* Move as many pieces of one lane as can move now. Returns the number moved (>= 0), or a
- * negative status. */
+/* What one lane may copy in one pass before the pass moves on to the next lane or operation.
+ * A lane whose pieces keep coming would otherwise keep its rank to itself: of a send and a
+ * receive grouped, the receive read piece after piece while the send, its own pieces posted
+ * only between passes, left the peer with nothing to read (2 ranks, 16 MiB send/recv: each
+ * rank read half the call while the other waited). Pieces sent as addresses copy nothing and
+ * do not count. */
+#define LANE_PASS_BYTES 65536
+
+/* Move the pieces of one lane that can move now, up to LANE_PASS_BYTES copied. Returns the
+ * number moved (>= 0), or a negative status. */
 static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, int i, int ch,
                          blocked_t *b, char *err, size_t errlen)
 {
@@ -536,10 +544,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
     const size_t esz = orb_dtype_bytes(o->dtype);
     const int nch = env->nchannels;
     int moved = 0;
+    size_t copied = 0;
     b->peer = -1;
     b->by_group = 0;
     orb_trace_step_time_t *tm = env->trace ? &env->trace->time[(size_t)i * ORB_TRACE_MAX_CHANNELS + (size_t)ch] : NULL;
-    while (o->step[ch] < lane->nsteps && moved < 256) {
+    while (o->step[ch] < lane->nsteps && moved < 256 && copied < LANE_PASS_BYTES) {
         const orb_step_t *s = &lane->steps[o->step[ch]];
         if (tm && !tm->t_start)
             tm->t_start = orb_trace_ticks(); /* first tried: what it waits for counts from here */
@@ -676,6 +685,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         }
         if (rh)
             rc->ops->recv_release(rc);
+        if (!remote)
+            copied += n * esz;
         o->done[ch] = done + n;
         if (o->done[ch] == s->count) {
             if (tm)
