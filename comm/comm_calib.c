@@ -9,7 +9,12 @@
  *          the steady interval between pieces t gives beta = slot / (t - alpha);
  *   single: the same pieces read with one copy by the kernel (process_vm_readv, what a
  *          single-copy piece costs its receiver, transport/cma.h), from this rank's own
- *          buffer: where it is slower than beta, comm_cma.c sends no single-copy pieces.
+ *          buffer: where it is slower than beta, comm_cma.c sends no single-copy pieces;
+ *   hot:   pieces of HOT_BYTES from a buffer that stays in the caches, every rank sending to
+ *          the next and receiving from the previous at once, through the slots, then as
+ *          addresses the next rank reads with one copy, as calls of a few hundred KiB move
+ *          them: where the one copy is faster, comm_cma.c sends single-copy pieces from
+ *          HOT_BYTES on instead of from twice the L2.
  * Each figure is the median of its rounds, pieces or reads: a preemption or another
  * process's burst lands in a few of them and does not move it. The mean did (2 ranks on the
  * 2-core Zen 3 VM beside two busy processes: beta 0.25-0.47 GB/s in 3 of 8 inits, where the
@@ -52,7 +57,10 @@ enum { CALIB_JOBS = 3 }; /* jobs of a shape that measure before the cache's best
 typedef struct {
     double alpha_us, beta_gbps;
     double single_gbps; /* 0: the read failed (then single-copy pieces keep their size) */
+    double hot_slots_gbps, hot_single_gbps; /* 0: not measured, or a read failed */
 } calib_fig_t;
+
+#define HOT_BYTES ORB_CALIB_HOT_BYTES
 
 typedef struct {
     int32_t can;      /* every peer of this rank is on this host, over shared memory */
@@ -84,7 +92,7 @@ static void cache_key(const struct orb_comm *c, int oversubscribed, char *buf, s
     char boot[64]; /* in the host id too, unless ORBIT_HOSTID replaces it */
     if (orb_boot_id(boot, sizeof boot) != 0)
         snprintf(boot, sizeof boot, "unknown");
-    snprintf(buf, len, "v3 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
+    snprintf(buf, len, "v4 host=%016llx boot=%s ranks=%d cpus=%ld over=%d slot=%zu slots=%u",
              (unsigned long long)c->bs.cards[c->rank].host_id, boot, c->nranks, sysconf(_SC_NPROCESSORS_ONLN),
              oversubscribed, c->slot_bytes, c->nslots);
 }
@@ -103,11 +111,13 @@ static int cache_read(const char *path, const char *key, calib_fig_t *fig)
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, key, kl) != 0 || line[kl] != ' ')
             continue;
-        double a, b, g;
+        double a, b, g, hs, hg;
         int jobs;
-        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf single_gbps=%lf jobs=%d", &a, &b, &g, &jobs) == 4 &&
-            isfinite(a) && isfinite(b) && isfinite(g) && a > 0 && b > 0 && g >= 0 && jobs > 0) {
-            *fig = (calib_fig_t){a, b, g};
+        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf single_gbps=%lf hot_slots_gbps=%lf hot_single_gbps=%lf jobs=%d",
+                   &a, &b, &g, &hs, &hg, &jobs) == 6 &&
+            isfinite(a) && isfinite(b) && isfinite(g) && isfinite(hs) && isfinite(hg) && a > 0 && b > 0 && g >= 0 &&
+            hs >= 0 && hg >= 0 && jobs > 0) {
+            *fig = (calib_fig_t){a, b, g, hs, hg};
             found = jobs;
         } else {
             ORB_WARN("%s: unreadable calibration line for this host; measuring again (ORBIT_CALIB_FILE)", path);
@@ -152,8 +162,8 @@ static void cache_write(const char *path, const char *key, const calib_fig_t *fi
                 fputs(line, out);
         fclose(in);
     }
-    fprintf(out, "%s alpha_us=%.4f beta_gbps=%.4f single_gbps=%.4f jobs=%d\n", key, fig->alpha_us, fig->beta_gbps,
-            fig->single_gbps, jobs);
+    fprintf(out, "%s alpha_us=%.4f beta_gbps=%.4f single_gbps=%.4f hot_slots_gbps=%.4f hot_single_gbps=%.4f jobs=%d\n",
+            key, fig->alpha_us, fig->beta_gbps, fig->single_gbps, fig->hot_slots_gbps, fig->hot_single_gbps, jobs);
     if (fclose(out) != 0 || rename(tmp, path) != 0)
         unlink(tmp);
 }
@@ -228,6 +238,78 @@ static double single_read(const char *whole, size_t bytes, int pieces)
     return m > 0 ? (double)bytes / m / 1e9 : 0;
 }
 
+/* hot: pieces of `bytes` exchanged around the ring, every rank sending to the next and
+ * receiving from the previous at once (an all-gather's step, a send/recv pair), from one
+ * buffer written once (what a call of some hundred KiB sends from stays in the caches):
+ * through the slots (each rank copies in what it sends and out what it receives: single 0)
+ * or as the address of that buffer, which the next rank reads with one copy (single 1, as a
+ * single-copy piece is read: the reader's system call, the writer's pages pinned, the lines
+ * fetched from its core; each rank copies once). A one-way chain would not tell the two
+ * apart: there the slots' two copies run on two cores at once. GB/s at the median interval
+ * between pieces; *gbps 0 when a read failed (the peer's pages are closed to this rank:
+ * single-copy pieces then never go its way either). */
+static orb_status_t hot_exchange(struct orb_comm *c, int single, size_t bytes, int yield, double deadline,
+                                 double *gbps)
+{
+    const int nch = c->nchannels;
+    orb_conn_t *sc = &c->send[(size_t)c->ring_next * (size_t)nch], *rc = &c->recv[(size_t)c->ring_prev * (size_t)nch];
+    const int32_t prev_pid = c->bs.cards[c->ring_prev].pid;
+    const int pieces = 3 * (int)c->nslots, warm = (int)c->nslots;
+    char *src = malloc(bytes), *dst = malloc(bytes), cerr[256];
+    double *done = malloc(sizeof *done * (size_t)pieces);
+    *gbps = 0;
+    if (!src || !dst || !done) {
+        free(src);
+        free(dst);
+        free(done);
+        return ORB_ERR_NO_MEMORY;
+    }
+    memset(src, c->rank + 1, bytes);
+    memset(dst, 0, bytes);
+    int ndone = 0, failed = 0;
+    orb_status_t st = ORB_OK;
+    for (int p = 0; p < pieces; p++) {
+        orb_slot_hdr_t *in, *out;
+        if (!(out = wait_slot(sc, 1, bytes, yield, deadline))) {
+            st = ORB_ERR_TIMEOUT;
+            break;
+        }
+        if (!single)
+            memcpy(out + 1, src, bytes);
+        const orb_slot_hdr_t hdr = {.step = (uint32_t)p, .nbytes = single ? 0 : (uint32_t)bytes, .sender = c->rank,
+                                    .addr = single ? (uint64_t)(uintptr_t)src : 0};
+        orb_piece_hdr_put(out, &hdr);
+        sc->ops->send_post(sc);
+        if (!(in = wait_slot(rc, 0, 0, yield, deadline))) {
+            st = ORB_ERR_TIMEOUT;
+            break;
+        }
+        if (!single)
+            memcpy(dst, in + 1, bytes);
+        else if (failed || !in->addr || orb_cma_read(prev_pid, dst, in->addr, bytes, cerr, sizeof cerr) != ORB_OK)
+            failed = 1; /* (the exchange goes on: the others wait for this rank's pieces) */
+        rc->ops->recv_release(rc);
+        if (p >= warm)
+            done[ndone++] = orb_now();
+    }
+    /* src is read from this process until the next rank has released its last piece */
+    for (unsigned k = 1; st == ORB_OK && single && !orb_conn_released(sc, sc->pos); k++) {
+        if (yield)
+            sched_yield();
+        else
+            orb_cpu_relax();
+        if ((k & 1023) == 0 && orb_now() > deadline)
+            st = ORB_ERR_TIMEOUT;
+    }
+    const double t = median_interval(done, ndone);
+    if (st == ORB_OK && !failed && t > 0)
+        *gbps = (double)bytes / t / 1e9;
+    free(src);
+    free(dst);
+    free(done);
+    return st;
+}
+
 /* The token round (alpha) and the chain (beta) around the ring, from this rank's view: each
  * the median of its intervals. */
 static orb_status_t measure(struct orb_comm *c, int yield, double deadline, calib_fig_t *fig, char *err,
@@ -239,7 +321,7 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
         pos++;
     orb_conn_t *sc = &c->send[(size_t)c->ring_next * (size_t)nch], *rc = &c->recv[(size_t)c->ring_prev * (size_t)nch];
     const char *lost = "rank %d: the calibration of the links stalled waiting for rank %d (ORBIT_CALIBRATE=0 skips it)";
-    *fig = (calib_fig_t){0, 0, 0};
+    *fig = (calib_fig_t){0, 0, 0, 0, 0};
 
     /* alpha: rounds of a token; the first rank says which round is the last. at[]: when the
      * token came back (the first rank, which also notes the timed rounds' start) or arrived
@@ -317,7 +399,16 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
     fig->single_gbps = single_read(whole, bytes, pieces);
     free(whole);
     free(done);
-    return ORB_OK;
+    const size_t hot = bytes < HOT_BYTES ? bytes : HOT_BYTES;
+    orb_status_t st = hot_exchange(c, 0, hot, yield, deadline, &fig->hot_slots_gbps);
+    if (st == ORB_OK)
+        st = hot_exchange(c, 1, hot, yield, deadline, &fig->hot_single_gbps);
+    if (st == ORB_ERR_NO_MEMORY)
+        snprintf(err, errlen, "rank %d: no memory for the calibration's %zu-byte pieces", c->rank, hot);
+    else if (st != ORB_OK)
+        snprintf(err, errlen, "rank %d: the calibration of the links stalled waiting for rank %d or %d "
+                              "(ORBIT_CALIBRATE=0 skips it)", c->rank, c->ring_prev, c->ring_next);
+    return st;
 stalled_next_buf:
     free(whole);
     free(done);
@@ -337,7 +428,7 @@ stalled_prev:
  * single-copy read (0) does. */
 static calib_fig_t worst_of(const calib_view_t *all, int n, int prior)
 {
-    double alpha = 0, beta = INFINITY, single = INFINITY;
+    double alpha = 0, beta = INFINITY, single = INFINITY, hs = INFINITY, hg = INFINITY;
     for (int r = 0; r < n; r++) {
         const calib_fig_t *f = prior ? &all[r].prior : &all[r].now;
         if (f->alpha_us > 0)
@@ -345,8 +436,11 @@ static calib_fig_t worst_of(const calib_view_t *all, int n, int prior)
         if (f->beta_gbps > 0)
             beta = fmin(beta, f->beta_gbps);
         single = fmin(single, f->single_gbps);
+        hs = fmin(hs, f->hot_slots_gbps);
+        hg = fmin(hg, f->hot_single_gbps);
     }
-    return (calib_fig_t){alpha, isfinite(beta) ? beta : 0, isfinite(single) && single > 0 ? single : 0};
+    return (calib_fig_t){alpha, isfinite(beta) ? beta : 0, isfinite(single) && single > 0 ? single : 0,
+                         isfinite(hs) ? hs : 0, isfinite(hg) ? hg : 0};
 }
 
 static int believable(const calib_fig_t *f) { return f->alpha_us > 0 && f->alpha_us < 1e6 && f->beta_gbps > 0; }
@@ -405,20 +499,25 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
         if (!cached && from >= 0 && believable(&fig) && believable(&all[from].prior)) { /* the best of both */
             const calib_fig_t *p = &all[from].prior;
             fig = (calib_fig_t){fmin(fig.alpha_us, p->alpha_us), fmax(fig.beta_gbps, p->beta_gbps),
-                                fmax(fig.single_gbps, p->single_gbps)};
+                                fmax(fig.single_gbps, p->single_gbps), fmax(fig.hot_slots_gbps, p->hot_slots_gbps),
+                                fmax(fig.hot_single_gbps, p->hot_single_gbps)};
             jobs = all[from].jobs + 1;
         }
         if (believable(&fig)) {
             c->shm_measured = (orb_link_cost_t){fig.alpha_us, fig.beta_gbps, 0}; /* the L2: comm_links.c */
             c->shm_measured_how = cached ? 2 : 1;
             c->shm_single_gbps = fig.single_gbps;
+            c->shm_hot_slots_gbps = fig.hot_slots_gbps;
+            c->shm_hot_single_gbps = fig.hot_single_gbps;
             if (!cached && c->rank == c->ring[0] && use_file)
                 cache_write(path, key, &fig, jobs);
             char best[64] = "";
             if (jobs > 1)
                 snprintf(best, sizeof best, ", best of %d jobs", jobs);
-            ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s, single copy %.2f GB/s (%s%s%s)",
-                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps,
+            ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s, single copy %.2f GB/s; pieces of %zu "
+                     "KiB in the caches %.2f GB/s through the slots, %.2f GB/s single copy (%s%s%s)",
+                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps, HOT_BYTES >> 10, fig.hot_slots_gbps,
+                     fig.hot_single_gbps,
                      cached ? "from the cache " : "measured at init", cached ? path : "", best);
         } else {
             ORB_WARN("rank %d: the link calibration gave %.3g us, %.3g GB/s: not believable, the transport's "

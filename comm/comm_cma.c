@@ -4,8 +4,10 @@
  * reader could read the writer: a sender never posts an address its receiver cannot follow.
  * Collective (two all-gathers), whatever ORBIT_CMA_BYTES says, so every rank takes the same
  * path through init. The size it starts from by itself (twice the L2) assumes the kernel's
- * one copy beats two through the slots; where the link calibration (comm_calib.c) measured it
- * slower, no pieces go single-copy unless ORBIT_CMA_BYTES names a size. */
+ * one copy beats two through the slots once a call no longer fits the caches; where the link
+ * calibration (comm_calib.c) measured it slower, no pieces go single-copy unless
+ * ORBIT_CMA_BYTES names a size, and where it measured the one copy faster for pieces in the
+ * caches too (ORB_CALIB_HOT_BYTES), calls send them from that size on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +24,19 @@ typedef struct {
 orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen)
 {
     const int n = c->nranks, me = c->rank;
-    const size_t threshold = orb_comm_cma_threshold();
-    const int on = threshold > 0;
+    size_t threshold = orb_comm_cma_threshold();
+    const int on = threshold > 0, by_size = orb_param_num(ORB_PARAM_CMA_BYTES) == 0;
     /* every rank has the same figures (agreed by the calibration), so the same verdict */
     const double single = c->shm_single_gbps, slots = c->shm_measured.beta_gbps;
-    const int slower = on && orb_param_num(ORB_PARAM_CMA_BYTES) == 0 && c->shm_measured_how && single > 0 &&
-                       single < slots;
+    const double hot_single = c->shm_hot_single_gbps, hot_slots = c->shm_hot_slots_gbps;
+    /* from memory (twice the L2 on): slower than the slots, then none from there; in the
+     * caches: faster, then from ORB_CALIB_HOT_BYTES (up to twice the L2 where slower beyond) */
+    const int slower = on && by_size && c->shm_measured_how && single > 0 && single < slots;
+    const int hot = on && by_size && c->shm_measured_how && hot_slots > 0 && hot_single > hot_slots &&
+                    threshold > ORB_CALIB_HOT_BYTES;
+    const size_t upto = !slower ? SIZE_MAX : hot ? threshold : 0;
+    if (hot)
+        threshold = ORB_CALIB_HOT_BYTES;
     cma_card_t *cards = calloc((size_t)n, sizeof *cards);
     uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* can[r * n + p]: rank r reads rank p */
     if (!cards || !can) {
@@ -64,19 +73,27 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
         for (int ch = 0; ch < c->nchannels; ch++) {
             orb_conn_t *s = &c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch];
             c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_pid = i_read ? c->bs.cards[p].pid : 0;
-            s->addr_kind = p_reads && on && !slower ? ORB_ADDR_PEER : 0;
+            s->addr_kind = p_reads && on && upto ? ORB_ADDR_PEER : 0;
             s->addr_min = ORB_CMA_MIN_PIECE;
         }
     }
+    char from[160] = "", below[64] = "";
+    if (hot)
+        snprintf(from, sizeof from, " (pieces of %zu KiB in the caches, sent both ways at once: one copy %.2f GB/s, "
+                 "the slots %.2f GB/s)", ORB_CALIB_HOT_BYTES >> 10, hot_single, hot_slots);
+    if (upto != SIZE_MAX)
+        snprintf(below, sizeof below, ", below %zu,", upto);
     if (slower && local)
-        ORB_INFO("rank %d: no single-copy pieces: the kernel's one copy measured %.2f GB/s against %.2f GB/s "
-                 "through the slots (ORBIT_CMA_BYTES=%zu sends them anyway)", me, single, slots, threshold);
-    else if (on && local)
-        ORB_INFO("rank %d: calls of %zu input bytes or more send single-copy pieces: it reads %d of its %d "
-                 "shared-memory peers, %d read it%s", me, threshold, readable, local, writable,
+        ORB_INFO("rank %d: no single-copy pieces%s: the kernel's one copy measured %.2f GB/s against %.2f GB/s "
+                 "through the slots (ORBIT_CMA_BYTES=%zu sends them anyway)", me, hot ? " from memory" : "", single,
+                 slots, orb_comm_cma_threshold());
+    if (upto && on && local)
+        ORB_INFO("rank %d: calls of %zu input bytes or more%s send single-copy pieces%s: it reads %d of its %d "
+                 "shared-memory peers, %d read it%s", me, threshold, below, from, readable, local, writable,
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
-    c->cma_bytes = writable && !slower ? threshold : 0;
+    c->cma_bytes = writable && upto ? threshold : 0;
+    c->cma_upto = upto;
     /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
     c->local_send_bytes = 0;
     for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {

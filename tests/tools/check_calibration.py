@@ -6,8 +6,10 @@ of the line and its own (the file's values only improve), then later jobs read t
 planted lines show that the best of both is kept, whichever side it comes from; another FIFO
 geometry is another job shape (measured again); a damaged line is reported and replaced; 2
 measures again and starts the line afresh; 0 and `none` behave as documented; every rank
-agrees on the values; single-copy pieces are off exactly where the measured single copy is
-slower than the slots, and ORBIT_CMA_BYTES set by hand keeps them on.
+agrees on the values; single-copy pieces are off from twice the L2 exactly where the measured
+single copy from memory is slower than the slots, on from 64 KiB exactly where the one copy of
+pieces in the caches sent both ways was faster than the slots, and ORBIT_CMA_BYTES set by hand
+keeps them on from its size.
 Usage: check_calibration.py ORBITRUN BENCH"""
 import os
 import re
@@ -17,11 +19,13 @@ import tempfile
 
 orbitrun, bench = sys.argv[1], sys.argv[2]
 failures = 0
-LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s, single copy ([0-9.]+) GB/s "
+LINE = re.compile(r"rank (\d+): tuner links inside this host: ([0-9.]+) us, ([0-9.]+) GB/s, single copy ([0-9.]+) GB/s; "
+                  r"pieces of 64 KiB in the caches ([0-9.]+) GB/s through the slots, ([0-9.]+) GB/s single copy "
                   r"\((measured at init|from the cache \S+)(?:, best of (\d+) jobs)?\)")
-OFF = re.compile(r"rank (\d+): no single-copy pieces: the kernel's one copy measured ([0-9.]+) GB/s against ([0-9.]+) GB/s "
-                 r"through the slots \(ORBIT_CMA_BYTES=\d+ sends them anyway\)")
-ON = re.compile(r"rank (\d+): calls of \d+ input bytes or more send single-copy pieces")
+OFF = re.compile(r"rank (\d+): no single-copy pieces( from memory)?: the kernel's one copy measured ([0-9.]+) GB/s against "
+                 r"([0-9.]+) GB/s through the slots \(ORBIT_CMA_BYTES=\d+ sends them anyway\)")
+ON = re.compile(r"rank (\d+): calls of (\d+) input bytes or more(?:, below (\d+),)? send single-copy pieces")
+HOT = 65536
 
 
 def run(env_extra, n=2):
@@ -46,25 +50,41 @@ def check(ok, what):
 def views(out, n):
     """Every rank's (alpha, beta, how): one line each, the same values on every rank; and the
     single-copy verdict each rank logs, against its figures."""
-    got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4), m.group(5)) for m in LINE.finditer(out)}
-    jobs = set(int(m.group(6) or 1) for m in LINE.finditer(out))
+    got = {int(m.group(1)): (m.group(2), m.group(3), m.group(4), m.group(5), m.group(6), m.group(7))
+           for m in LINE.finditer(out)}
+    jobs = set(int(m.group(8) or 1) for m in LINE.finditer(out))
     check(len(jobs) == 1, f"the ranks agree on how many jobs the figures are the best of ({jobs})")
     check(sorted(got) == list(range(n)), f"every one of {n} ranks logs its link price (got ranks {sorted(got)})")
-    vals = set((a, b, g) for a, b, g, _ in got.values())
+    vals = set(v[:5] for v in got.values())
     check(len(vals) == 1, f"the ranks agree on the values ({vals})")
-    a, b, g = (float(x) for x in next(iter(vals))) if vals else (0, 0, 0)
-    check(0 < a < 1e6 and 0 < b < 1e4 and 0 <= g < 1e4, f"alpha {a} us, beta {b} GB/s, single copy {g} GB/s are finite")
-    hows = set(h.split(" /")[0] for _, _, _, h in got.values())
-    off = {int(m.group(1)): (float(m.group(2)), float(m.group(3))) for m in OFF.finditer(out)}
-    on = {int(m.group(1)) for m in ON.finditer(out)}
-    if abs(g - b) < 0.02:  # the log's two decimals cannot say which is slower
-        print(f"skip the verdict: single copy {g} and slots {b} GB/s are within the log's rounding")
-    elif 0 < g < b:
-        check(sorted(off) == list(range(n)) and not on and all(abs(x - g) < 0.006 and abs(y - b) < 0.006
-              for x, y in off.values()), f"single copy {g} < slots {b} GB/s: every rank sends none, and says so ({off}, {on})")
+    a, b, g, hs, hg = (float(x) for x in next(iter(vals))) if vals else (0, 0, 0, 0, 0)
+    check(0 < a < 1e6 and 0 < b < 1e4 and 0 <= g < 1e4 and 0 <= hs < 1e4 and 0 <= hg < 1e4,
+          f"alpha {a} us, beta {b} GB/s, single copy {g} GB/s, in the caches {hs} and {hg} GB/s are finite")
+    hows = set(v[5].split(" /")[0] for v in got.values())
+    off = {int(m.group(1)): (m.group(2) is not None, float(m.group(3)), float(m.group(4))) for m in OFF.finditer(out)}
+    on = {int(m.group(1)): (int(m.group(2)), int(m.group(3) or 0)) for m in ON.finditer(out)}
+    if abs(g - b) < 0.02 or abs(hg - hs) < 0.02:  # the log's two decimals cannot say which is slower
+        print(f"skip the verdict: single copy {g} and slots {b} GB/s, or {hg} and {hs} in the caches, are within "
+              f"the log's rounding")
+        return a, b, hows, (jobs.pop() if len(jobs) == 1 else 0), g
+    slower, hot = 0 < g < b, hs > 0 and hg > hs
+    if slower:
+        check(sorted(off) == list(range(n)) and all(fm == hot and abs(x - g) < 0.006 and abs(y - b) < 0.006
+              for fm, x, y in off.values()), f"single copy {g} < slots {b} GB/s from memory: every rank sends none "
+              f"from there, and says so ({off})")
     else:
-        check(not off and sorted(on) == list(range(n)), f"single copy {g} >= slots {b} GB/s (or not measured): every rank "
-              f"sends single-copy pieces ({sorted(on)}), none says otherwise")
+        check(not off, f"single copy {g} >= slots {b} GB/s from memory (or not measured): no rank says it sends none ({off})")
+    if hot:
+        # from 64 KiB; below twice the L2 (the size it starts from otherwise) where slower from memory
+        check(sorted(on) == list(range(n)) and all(t == HOT and ((u > HOT) if slower else u == 0) for t, u in on.values()),
+              f"in the caches one copy {hg} > slots {hs} GB/s: every rank sends single-copy pieces from {HOT} bytes"
+              f"{', below twice the L2' if slower else ''} ({on})")
+    elif slower:
+        check(not on, f"neither in the caches nor from memory faster: no rank sends single-copy pieces ({on})")
+    else:
+        check(sorted(on) == list(range(n)) and all(t > HOT and u == 0 for t, u in on.values()),
+              f"from memory single copy {g} >= slots {b}, in the caches {hg} <= {hs} GB/s: every rank sends "
+              f"single-copy pieces from twice the L2, not from {HOT} bytes ({on})")
     return a, b, hows, (jobs.pop() if len(jobs) == 1 else 0), g
 
 
@@ -73,21 +93,25 @@ def lines(path):
         return [l for l in f.read().splitlines() if l]
 
 
-FIG = re.compile(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+) single_gbps=([0-9.]+) jobs=(\d+)$")
+FIG = re.compile(r"alpha_us=([0-9.]+) beta_gbps=([0-9.]+) single_gbps=([0-9.]+) hot_slots_gbps=([0-9.]+) "
+                 r"hot_single_gbps=([0-9.]+) jobs=(\d+)$")
 
 
 def line_of(path, slot="262144"):
-    """The (alpha, beta, single, jobs) of the 2-rank line with this slot size, or None."""
+    """The (alpha, beta, single, jobs, hot slots, hot single) of the 2-rank line with this slot
+    size, or None."""
     for l in lines(path):
         m = FIG.search(l)
         if f" ranks=2 " in l and f" slot={slot} " in l and m:
-            return float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+            return (float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(6)), float(m.group(4)),
+                    float(m.group(5)))
     return None
 
 
-def plant(path, alpha, beta, single, jobs):
+def plant(path, alpha, beta, single, jobs, hot_slots, hot_single):
     """Rewrite the 2-rank 256 KiB line with these figures."""
-    ls = [FIG.sub(f"alpha_us={alpha} beta_gbps={beta} single_gbps={single} jobs={jobs}", l)
+    ls = [FIG.sub(f"alpha_us={alpha} beta_gbps={beta} single_gbps={single} hot_slots_gbps={hot_slots} "
+                  f"hot_single_gbps={hot_single} jobs={jobs}", l)
           if " ranks=2 " in l and " slot=262144 " in l else l for l in lines(path)]
     with open(path, "w") as f:
         f.write("\n".join(ls) + "\n")
@@ -114,7 +138,8 @@ with tempfile.TemporaryDirectory() as tmp:
         fig = line_of(path)
         check(hows == {"measured at init"} and jobs == k, f"job {k}: measured again, best of {k} jobs ({hows}, {jobs})")
         check(fig is not None and fig[3] == k and same((a, b), fig), f"job {k}: the line holds the logged values, {k} jobs ({fig})")
-        check(fig is not None and before is not None and fig[0] <= before[0] and fig[1] >= before[1] and fig[2] >= before[2],
+        check(fig is not None and before is not None and fig[0] <= before[0] and fig[1] >= before[1] and fig[2] >= before[2]
+              and fig[4] >= before[4] and fig[5] >= before[5],
               f"job {k}: no figure got worse ({before} -> {fig})")
     # 3. the fourth reads them back
     fig = line_of(path)
@@ -122,15 +147,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check(hows == {"from the cache"} and jobs == 3 and fig is not None and same((a2, b2), fig) and line_of(path) == fig,
           f"job 4: from the cache, best of 3 jobs, the line's values, the line untouched ({hows}, {jobs})")
     # 4. planted lines: the job's own figures win over worse ones, the line's over better ones
-    plant(path, 99.0, 0.01, 0.01, 1)
+    plant(path, 99.0, 0.01, 0.01, 1, 0.01, 0.01)
     a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path}), 2)
     fig = line_of(path)
     check(hows == {"measured at init"} and jobs == 2 and a < 99 and b > 0.01 and fig is not None and fig[3] == 2
           and same((a, b), fig), f"a worse line of 1 job: measured, its own figures kept, 2 jobs ({a}, {b}, {fig})")
-    plant(path, 0.001, 900.0, 500.0, 2)
+    plant(path, 0.001, 900.0, 500.0, 2, 700.0, 800.0)
     a, b, hows, jobs, g = views(run({"ORBIT_CALIB_FILE": path}), 2)
     check(hows == {"measured at init"} and jobs == 3 and same((a, b), (0.001, 900.0)) and abs(g - 500.0) < 0.006
-          and line_of(path) == (0.001, 900.0, 500.0, 3),
+          and line_of(path) == (0.001, 900.0, 500.0, 3, 700.0, 800.0),
           f"a better line of 2 jobs: measured, the line's figures kept, 3 jobs ({a}, {b}, {g}, {line_of(path)})")
     # 3. another FIFO geometry is another key
     _, _, hows, _, _ = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_SHM_SLOT_BYTES": "65536"}), 2)
@@ -148,7 +173,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all("garbage" not in l for l in lines(path)) and len(lines(path)) == 2, "damaged line: replaced")
     # 5. ORBIT_CALIBRATE=2 measures although cached, and starts the line afresh (1 job, its own
     #    figures, not the planted ones); 0 keeps the transport's constants
-    plant(path, 0.001, 900.0, 500.0, 3)
+    plant(path, 0.001, 900.0, 500.0, 3, 700.0, 800.0)
     a, b, hows, jobs, _ = views(run({"ORBIT_CALIB_FILE": path, "ORBIT_CALIBRATE": "2"}), 2)
     fig = line_of(path)
     check(hows == {"measured at init"} and jobs == 1 and b < 900 and fig is not None and fig[3] == 1 and same((a, b), fig),
@@ -167,10 +192,27 @@ with tempfile.TemporaryDirectory() as tmp:
     out = run({"ORBIT_CALIB_FILE": path})
     _, _, hows, _, _ = views(out, 2)
     check("unreadable calibration line" in out and hows == {"measured at init"}, f"no single copy figure: measured again ({hows})")
-    # 8. ORBIT_CMA_BYTES given: single-copy pieces whatever the figures
-    out = run({"ORBIT_CALIB_FILE": "none", "ORBIT_CMA_BYTES": "1048576"})
-    check(not OFF.search(out) and len(set(int(m.group(1)) for m in ON.finditer(out))) == 2,
-          "ORBIT_CMA_BYTES=1048576: every rank sends single-copy pieces, none says otherwise")
+    #    ... and one without the figures of pieces in the caches (as version 3 wrote them)
+    ls = [l if " slot=65536 " in l else re.sub(r" hot_slots_gbps=\S+ hot_single_gbps=\S+", "", l) for l in lines(path)]
+    with open(path, "w") as f:
+        f.write("\n".join(ls) + "\n")
+    out = run({"ORBIT_CALIB_FILE": path})
+    _, _, hows, _, _ = views(out, 2)
+    check("unreadable calibration line" in out and hows == {"measured at init"},
+          f"no figures of pieces in the caches: measured again ({hows})")
+    # 8. the four verdicts from planted figures read back (3 jobs: nothing measured), each
+    #    judged by views(): from memory slower or not, in the caches faster or not
+    for single, hot_slots, hot_single in ((12.0, 5.0, 6.0), (12.0, 6.0, 5.0), (8.0, 6.0, 5.0), (8.0, 5.0, 6.0)):
+        plant(path, 0.3, 10.0, single, 3, hot_slots, hot_single)
+        a, b, hows, jobs, g = views(run({"ORBIT_CALIB_FILE": path}), 2)
+        check(hows == {"from the cache"} and (b, g) == (10.0, single),
+              f"planted single copy {single}, in the caches {hot_slots} / {hot_single} GB/s: read back ({hows}, {b}, {g})")
+    # 9. ORBIT_CMA_BYTES given: single-copy pieces whatever the figures
+    #    (the last planted line says the one copy is slower from memory and faster in the caches)
+    out = run({"ORBIT_CALIB_FILE": path, "ORBIT_CMA_BYTES": "1048576"})
+    on = {int(m.group(1)): (int(m.group(2)), m.group(3)) for m in ON.finditer(out)}
+    check(not OFF.search(out) and on == {0: (1048576, None), 1: (1048576, None)},
+          f"ORBIT_CMA_BYTES=1048576: every rank sends single-copy pieces from that size, none says otherwise ({on})")
 
 print(f"{failures} failures")
 sys.exit(1 if failures else 0)
