@@ -140,7 +140,10 @@ typedef struct {
     orb_conn_t *send; /* [peer * nchannels + ch] */
     orb_conn_t *recv;
     void *ctx;
-    uint32_t (*doorbell)(void *ctx);
+    /* Sleeping: arm (the doorbell's value to sleep on), look once more, then sleep (which
+     * disarms) or disarm: transport/box.h says why the look must come after arming. */
+    uint32_t (*arm)(void *ctx);
+    void (*disarm)(void *ctx);
     void (*sleep)(void *ctx, uint32_t seen, double max_s);
     /* Slow-path health check: abort, errors posted by peers, lost peers. `waiting_on` lists
      * the peers the blocked lanes wait for (n of them). Returns ORB_OK to keep waiting. */

@@ -1073,8 +1073,7 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
         may_defer |= ops[i].sync_defer && ops[i].sync_next >= 0;
     int waiting[64];
     double idle_since = 0, last_check = 0;
-    int idle_passes = 0, armed = 0;
-    uint32_t seen = 0;
+    int idle_passes = 0;
     for (;;) {
         int moved = 0, unfinished = 0, nwait = 0;
         orb_status_t pst = one_pass(env, ops, nops, &moved, &unfinished, waiting, &nwait, err, errlen);
@@ -1084,7 +1083,6 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             return ORB_OK;
         if (moved) {
             idle_passes = 0;
-            armed = 0;
             continue;
         }
         if (idle_passes++ == 0) {
@@ -1111,12 +1109,20 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             sched_yield();
             continue;
         }
-        if (!armed) { /* read the doorbell, then look once more before sleeping */
-            seen = env->doorbell(env->ctx);
-            armed = 1;
+        /* arm, then look once more: what a peer posts from now on, this look sees or the
+         * peer rings for (transport/box.h) */
+        const uint32_t seen = env->arm(env->ctx);
+        moved = unfinished = nwait = 0;
+        pst = one_pass(env, ops, nops, &moved, &unfinished, waiting, &nwait, err, errlen);
+        if (pst != ORB_OK || moved || !unfinished || (may_defer && defer_rest(env, ops, nops))) {
+            env->disarm(env->ctx);
+            if (pst != ORB_OK)
+                return pst;
+            if (!moved)
+                return ORB_OK;
+            idle_passes = 0;
             continue;
         }
-        armed = 0;
         double left = env->timeout_s - (now - idle_since);
         env->sleep(env->ctx, seen, left < 0.1 ? (left > 0 ? left : 0) : 0.1);
         now = orb_now();

@@ -7,10 +7,16 @@
 #include "comm/comm_impl.h"
 #include "core/param.h"
 
-static uint32_t cb_doorbell(void *ctx)
+static uint32_t cb_arm(void *ctx)
 {
     struct orb_comm *c = ctx;
-    return atomic_load(&c->box->doorbell);
+    return orb_box_arm(c->box);
+}
+
+static void cb_disarm(void *ctx)
+{
+    struct orb_comm *c = ctx;
+    orb_box_disarm(c->box);
 }
 
 static void cb_sleep(void *ctx, uint32_t seen, double max_s)
@@ -77,7 +83,7 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
 {
     c->env = (orb_exec_env_t){
         .rank = c->rank, .nranks = c->nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
-        .send = c->send, .recv = c->recv, .ctx = c, .doorbell = cb_doorbell, .sleep = cb_sleep,
+        .send = c->send, .recv = c->recv, .ctx = c, .arm = cb_arm, .disarm = cb_disarm, .sleep = cb_sleep,
         .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
         .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
         .due = &c->due,

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,20 +28,51 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/* This process is registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED: a sleeper's membarrier
+ * fences its threads (see box.h). Set once, before any box exists. */
+static int light_self;
+static pthread_once_t light_once = PTHREAD_ONCE_INIT;
+
+static void light_init(void)
+{
+    const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+    const long need = MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED;
+    light_self = cmds > 0 && (cmds & need) == need &&
+                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0) == 0;
+}
+
 void orb_box_wake(orb_box_t *b)
 {
-    atomic_fetch_add_explicit(&b->doorbell, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&b->waiters, memory_order_seq_cst))
+    if (light_self && atomic_load_explicit(&b->light, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst); /* the sleeper's membarrier fences this CPU */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->waiters, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&b->doorbell, 1, memory_order_seq_cst);
         futex(&b->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+    }
 }
+
+uint32_t orb_box_arm(orb_box_t *b)
+{
+    const uint32_t seen = atomic_load_explicit(&b->doorbell, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
+    /* A failure (none is documented once registered) turns the light wakes off for good: this
+     * sleep may then miss a wake-up until its timeout, later ones cannot. */
+    if (atomic_load_explicit(&b->light, memory_order_relaxed) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0) != 0)
+        atomic_store_explicit(&b->light, 0, memory_order_seq_cst);
+    return seen;
+}
+
+void orb_box_disarm(orb_box_t *b) { atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst); }
 
 void orb_box_wait(orb_box_t *b, uint32_t seen, double timeout_s)
 {
     struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - (double)(time_t)timeout_s) * 1e9)};
-    atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&b->doorbell, memory_order_seq_cst) == seen)
         futex(&b->doorbell, FUTEX_WAIT, seen, &ts);
-    atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_seq_cst);
+    orb_box_disarm(b);
 }
 
 void orb_box_post(orb_box_t *b, int from, orb_status_t st, const char *msg)
@@ -89,6 +122,8 @@ orb_status_t orb_box_create(orb_box_t **out, const char *name, int rank, int nra
     b->rank = rank;
     b->nranks = nranks;
     b->version = BOX_VERSION;
+    pthread_once(&light_once, light_init);
+    b->light = light_self;
     atomic_thread_fence(memory_order_release);
     b->magic = BOX_MAGIC;
     *out = b;

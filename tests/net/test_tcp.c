@@ -441,6 +441,8 @@ static uint32_t env_doorbell(void *ctx)
     return 0;
 }
 
+static void env_disarm(void *ctx) { (void)ctx; }
+
 static void env_sleep(void *ctx, uint32_t seen, double max_s)
 {
     (void)ctx;
@@ -570,7 +572,7 @@ static int mode_guard(void)
     orb_exec_op_t op = {.plan = &plan, .in = buf, .out = buf, .dtype = ORB_UINT8, .op = ORB_SUM, .sync_next = -1,
                         .sync_prev = -1, .addr_in = ORB_ADDR_LOCAL, .addr_out = ORB_ADDR_LOCAL, .guard_writes = 1};
     orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = NCH, .check_signatures = 0, .send = a.send,
-                          .recv = a.recv, .doorbell = env_doorbell, .sleep = env_sleep, .check = env_check,
+                          .recv = a.recv, .arm = env_doorbell, .disarm = env_disarm, .sleep = env_sleep, .check = env_check,
                           .post_error = env_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
                           .yield_s = 50e-6};
     drain_t d = {.rc = brc, .backlog = backlog - taken, .slot = slot};
