@@ -118,8 +118,7 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     orb_exec_op_t *op = &ops[k];
     const size_t esz = orb_dtype_bytes(op->dtype), ib = p[k]->plan->in_count * esz;
     const orb_coll_t coll = p[k]->a.coll;
-    const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < c->cma_upto && ib < orb_comm_stream_bytes() &&
-                    !orb_coll_reduces(coll) &&
+    const int cma = c->cma_bytes && ib >= c->cma_bytes && ib < c->cma_upto && !orb_coll_reduces(coll) &&
                     coll != ORB_COLL_GATHER && coll != ORB_COLL_BARRIER;
     const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
                       (ib >= c->local_send_bytes || p[k]->plan->out_count * esz >= c->local_send_bytes);

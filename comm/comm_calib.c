@@ -10,11 +10,11 @@
  *   single: the same pieces read with one copy by the kernel (process_vm_readv, what a
  *          single-copy piece costs its receiver, transport/cma.h), from this rank's own
  *          buffer: where it is slower than beta, comm_cma.c sends no single-copy pieces;
- *   hot:   pieces of HOT_BYTES from a buffer that stays in the caches, every rank sending to
- *          the next and receiving from the previous at once, through the slots, then as
- *          addresses the next rank reads with one copy, as calls of a few hundred KiB move
- *          them: where the one copy is faster, comm_cma.c sends single-copy pieces from
- *          HOT_BYTES on instead of from twice the L2.
+ *   hot:   pieces of ORB_CALIB_HOT_BYTES from a buffer that stays in the caches, every rank
+ *          sending to the next and receiving from the previous at once, through the slots,
+ *          then as addresses the next rank reads with one copy, as calls of a few hundred KiB
+ *          move them: where the one copy is faster, comm_cma.c sends single-copy pieces from
+ *          ORB_CALIB_HOT_BYTES on instead of from twice the L2.
  * Each figure is the median of its rounds, pieces or reads: a preemption or another
  * process's burst lands in a few of them and does not move it. The mean did (2 ranks on the
  * 2-core Zen 3 VM beside two busy processes: beta 0.25-0.47 GB/s in 3 of 8 inits, where the
@@ -59,8 +59,6 @@ typedef struct {
     double single_gbps; /* 0: the read failed (then single-copy pieces keep their size) */
     double hot_slots_gbps, hot_single_gbps; /* 0: not measured, or a read failed */
 } calib_fig_t;
-
-#define HOT_BYTES ORB_CALIB_HOT_BYTES
 
 typedef struct {
     int32_t can;      /* every peer of this rank is on this host, over shared memory */
@@ -113,8 +111,9 @@ static int cache_read(const char *path, const char *key, calib_fig_t *fig)
             continue;
         double a, b, g, hs, hg;
         int jobs;
-        if (sscanf(line + kl, " alpha_us=%lf beta_gbps=%lf single_gbps=%lf hot_slots_gbps=%lf hot_single_gbps=%lf jobs=%d",
-                   &a, &b, &g, &hs, &hg, &jobs) == 6 &&
+        if (sscanf(line + kl,
+                   " alpha_us=%lf beta_gbps=%lf single_gbps=%lf hot_slots_gbps=%lf hot_single_gbps=%lf jobs=%d", &a,
+                   &b, &g, &hs, &hg, &jobs) == 6 &&
             isfinite(a) && isfinite(b) && isfinite(g) && isfinite(hs) && isfinite(hg) && a > 0 && b > 0 && g >= 0 &&
             hs >= 0 && hg >= 0 && jobs > 0) {
             *fig = (calib_fig_t){a, b, g, hs, hg};
@@ -170,19 +169,25 @@ static void cache_write(const char *path, const char *key, const calib_fig_t *fi
 
 /* ---- the measurement ------------------------------------------------------------------ */
 
-/* A slot to send a piece of `bytes` into (send) or a full one (recv), waiting as ranks wait in
- * calls: spin, or yield at once when the host has more ranks than CPUs. */
+/* One turn of waiting as ranks wait in calls (spin, or yield at once when the host has more
+ * ranks than CPUs), the k-th: 1 once the deadline has passed (looked at every 1024th). */
+static int wait_turn(unsigned k, int yield, double deadline)
+{
+    if (yield)
+        sched_yield();
+    else
+        orb_cpu_relax();
+    return (k & 1023) == 0 && orb_now() > deadline;
+}
+
+/* A slot to send a piece of `bytes` into (send) or a full one (recv); NULL past the deadline. */
 static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, size_t bytes, int yield, double deadline)
 {
     for (unsigned k = 1;; k++) {
         orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn, bytes) : conn->ops->recv_acquire(conn);
         if (h)
             return h;
-        if (yield)
-            sched_yield();
-        else
-            orb_cpu_relax();
-        if ((k & 1023) == 0 && orb_now() > deadline)
+        if (wait_turn(k, yield, deadline))
             return NULL;
     }
 }
@@ -293,14 +298,9 @@ static orb_status_t hot_exchange(struct orb_comm *c, int single, size_t bytes, i
             done[ndone++] = orb_now();
     }
     /* src is read from this process until the next rank has released its last piece */
-    for (unsigned k = 1; st == ORB_OK && single && !orb_conn_released(sc, sc->pos); k++) {
-        if (yield)
-            sched_yield();
-        else
-            orb_cpu_relax();
-        if ((k & 1023) == 0 && orb_now() > deadline)
+    for (unsigned k = 1; st == ORB_OK && single && !orb_conn_released(sc, sc->pos); k++)
+        if (wait_turn(k, yield, deadline))
             st = ORB_ERR_TIMEOUT;
-    }
     const double t = median_interval(done, ndone);
     if (st == ORB_OK && !failed && t > 0)
         *gbps = (double)bytes / t / 1e9;
@@ -399,7 +399,7 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
     fig->single_gbps = single_read(whole, bytes, pieces);
     free(whole);
     free(done);
-    const size_t hot = bytes < HOT_BYTES ? bytes : HOT_BYTES;
+    const size_t hot = bytes < ORB_CALIB_HOT_BYTES ? bytes : ORB_CALIB_HOT_BYTES;
     orb_status_t st = hot_exchange(c, 0, hot, yield, deadline, &fig->hot_slots_gbps);
     if (st == ORB_OK)
         st = hot_exchange(c, 1, hot, yield, deadline, &fig->hot_single_gbps);
@@ -516,8 +516,8 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
                 snprintf(best, sizeof best, ", best of %d jobs", jobs);
             ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s, single copy %.2f GB/s; pieces of %zu "
                      "KiB in the caches %.2f GB/s through the slots, %.2f GB/s single copy (%s%s%s)",
-                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps, HOT_BYTES >> 10, fig.hot_slots_gbps,
-                     fig.hot_single_gbps,
+                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps, ORB_CALIB_HOT_BYTES >> 10,
+                     fig.hot_slots_gbps, fig.hot_single_gbps,
                      cached ? "from the cache " : "measured at init", cached ? path : "", best);
         } else {
             ORB_WARN("rank %d: the link calibration gave %.3g us, %.3g GB/s: not believable, the transport's "

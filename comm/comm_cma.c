@@ -24,8 +24,8 @@ typedef struct {
 orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen)
 {
     const int n = c->nranks, me = c->rank;
-    size_t threshold = orb_comm_cma_threshold();
-    const int on = threshold > 0, by_size = orb_param_num(ORB_PARAM_CMA_BYTES) == 0;
+    const size_t base = orb_comm_cma_threshold(); /* ORBIT_CMA_BYTES, else twice the L2 */
+    const int on = base > 0, by_size = orb_param_num(ORB_PARAM_CMA_BYTES) == 0;
     /* every rank has the same figures (agreed by the calibration), so the same verdict */
     const double single = c->shm_single_gbps, slots = c->shm_measured.beta_gbps;
     const double hot_single = c->shm_hot_single_gbps, hot_slots = c->shm_hot_slots_gbps;
@@ -33,10 +33,8 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
      * caches: faster, then from ORB_CALIB_HOT_BYTES (up to twice the L2 where slower beyond) */
     const int slower = on && by_size && c->shm_measured_how && single > 0 && single < slots;
     const int hot = on && by_size && c->shm_measured_how && hot_slots > 0 && hot_single > hot_slots &&
-                    threshold > ORB_CALIB_HOT_BYTES;
-    const size_t upto = !slower ? SIZE_MAX : hot ? threshold : 0;
-    if (hot)
-        threshold = ORB_CALIB_HOT_BYTES;
+                    base > ORB_CALIB_HOT_BYTES;
+    const size_t threshold = hot ? ORB_CALIB_HOT_BYTES : base, upto = !slower ? SIZE_MAX : hot ? base : 0;
     cma_card_t *cards = calloc((size_t)n, sizeof *cards);
     uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* can[r * n + p]: rank r reads rank p */
     if (!cards || !can) {
@@ -86,14 +84,14 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     if (slower && local)
         ORB_INFO("rank %d: no single-copy pieces%s: the kernel's one copy measured %.2f GB/s against %.2f GB/s "
                  "through the slots (ORBIT_CMA_BYTES=%zu sends them anyway)", me, hot ? " from memory" : "", single,
-                 slots, orb_comm_cma_threshold());
+                 slots, base);
     if (upto && on && local)
         ORB_INFO("rank %d: calls of %zu input bytes or more%s send single-copy pieces%s: it reads %d of its %d "
                  "shared-memory peers, %d read it%s", me, threshold, below, from, readable, local, writable,
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
     c->cma_bytes = writable && upto ? threshold : 0;
-    c->cma_upto = upto;
+    c->cma_upto = upto < orb_comm_stream_bytes() ? upto : orb_comm_stream_bytes();
     /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
     c->local_send_bytes = 0;
     for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {

@@ -18,13 +18,13 @@
 #define ORB_MAX_TRANSPORTS 4
 #define ORB_ERRMSG_BYTES 1536 /* every error text of the comm layer fits */
 
-/* What a call looks like to the tuner; the cache maps it to the tuner's choice and the plan. */
 /* The pieces the link calibration (comm_calib.c) times from the caches, through the slots and
  * with one copy: small enough that nothing of that size is latency-bound (a piece takes some
  * microseconds), large enough that a system call and its page pins are a small part of it.
  * Where the one copy wins there, calls of this size send single-copy pieces (comm_cma.c). */
 #define ORB_CALIB_HOT_BYTES ((size_t)64 << 10)
 
+/* What a call looks like to the tuner; the cache maps it to the tuner's choice and the plan. */
 typedef struct {
     orb_coll_t coll;
     size_t count;
@@ -56,7 +56,7 @@ struct orb_comm {
     size_t slot_bytes;
     uint32_t nsmall; /* small slots per shared-memory FIFO (transport/shm/shm.h) */
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
-    size_t cma_upto;  /* ... and less than this (SIZE_MAX: up to orb_comm_stream_bytes) */
+    size_t cma_upto;  /* ... and less than this (at most orb_comm_stream_bytes: streamed calls copy) */
     size_t stream_copy_bytes; /* outputs of the calls orb_stream_copy_call names bypass the caches
                                * from this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
                                * from which the others do */
