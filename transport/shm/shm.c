@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/prefetch.h"
 #include "core/proc.h"
 #include "transport/segment.h"
 #include "transport/endpoint.h"
@@ -78,10 +79,22 @@ static uint64_t advance(orb_conn_t *c)
     return ++c->pos_large;
 }
 
+/* The next small slot was last read by the receiver, so its lines sit in the receiver's cache:
+ * the next piece's stores into them wait for that core to give them up, the stores after them
+ * wait in line, and the first load that must see one of those (a struct copied with wider loads
+ * than it was stored with: the front end's first act in the next call) waits for the lot. On
+ * the 2-core Intel VM, whose cores share no cache, one such load took a fifth of a broadcast
+ * root's samples. Asked for now, the lines move while the call returns. Two lines, the header and
+ * the payload's first: taking all a piece of the last one's size fills cost more at 512 B than
+ * it saved (docs/perf.md, 2026-12-07). */
 static void shm_send_post(orb_conn_t *c)
 {
     __atomic_store_n(&(c->in_small ? c->cur_small : c->cur)->stamp, c->pos + 1, __ATOMIC_RELEASE);
     advance(c);
+    if (c->in_small && c->prefetch_next) {
+        orb_prefetch_write(c->cur_small);
+        orb_prefetch_write((const char *)c->cur_small + sizeof(orb_slot_hdr_t));
+    }
     orb_box_wake(c->wake);
 }
 
@@ -258,6 +271,7 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
             return st;
     }
     const size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes, large = (size_t)s->nslots * stride;
+    const int prefetch = orb_cpu_prefetchw();
     for (int i = 0; i < npeers; i++) {
         int peer = peers[i];
         for (int ch = 0; ch < s->nchannels; ch++) {
@@ -269,7 +283,7 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
                                     .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
-                                    .nsmall = s->nsmall};
+                                    .nsmall = s->nsmall, .prefetch_next = prefetch};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
                                     .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
