@@ -399,7 +399,7 @@ static orb_status_t measure(struct orb_comm *c, int yield, double deadline, cali
     fig->single_gbps = single_read(whole, bytes, pieces);
     free(whole);
     free(done);
-    const size_t hot = bytes < ORB_CALIB_HOT_BYTES ? bytes : ORB_CALIB_HOT_BYTES;
+    const size_t hot = orb_calib_hot_bytes(c);
     orb_status_t st = hot_exchange(c, 0, hot, yield, deadline, &fig->hot_slots_gbps);
     if (st == ORB_OK)
         st = hot_exchange(c, 1, hot, yield, deadline, &fig->hot_single_gbps);
@@ -516,7 +516,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
                 snprintf(best, sizeof best, ", best of %d jobs", jobs);
             ORB_INFO("rank %d: tuner links inside this host: %.3f us, %.2f GB/s, single copy %.2f GB/s; pieces of %zu "
                      "KiB in the caches %.2f GB/s through the slots, %.2f GB/s single copy (%s%s%s)",
-                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps, ORB_CALIB_HOT_BYTES >> 10,
+                     c->rank, fig.alpha_us, fig.beta_gbps, fig.single_gbps, orb_calib_hot_bytes(c) >> 10,
                      fig.hot_slots_gbps, fig.hot_single_gbps,
                      cached ? "from the cache " : "measured at init", cached ? path : "", best);
         } else {

@@ -78,7 +78,7 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
     char from[160] = "", below[64] = "";
     if (hot)
         snprintf(from, sizeof from, " (pieces of %zu KiB in the caches, sent both ways at once: one copy %.2f GB/s, "
-                 "the slots %.2f GB/s)", ORB_CALIB_HOT_BYTES >> 10, hot_single, hot_slots);
+                 "the slots %.2f GB/s)", orb_calib_hot_bytes(c) >> 10, hot_single, hot_slots);
     if (upto != SIZE_MAX)
         snprintf(below, sizeof below, ", below %zu,", upto);
     if (slower && local)
@@ -91,7 +91,8 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
     c->cma_bytes = writable && upto ? threshold : 0;
-    c->cma_upto = upto < orb_comm_stream_bytes() ? upto : orb_comm_stream_bytes();
+    const size_t streamed = orb_comm_stream_bytes(); /* from there the slot path streams its output */
+    c->cma_upto = upto < streamed ? upto : streamed;
     /* the transports that send pieces from the caller's buffer themselves (tcp), from which size */
     c->local_send_bytes = 0;
     for (size_t i = 0; i < (size_t)n * (size_t)c->nchannels; i++) {

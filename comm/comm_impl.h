@@ -119,6 +119,13 @@ struct orb_comm {
     int64_t clock_offset_ns, clock_err_ns; /* rank 0's clock = mine + offset, within +- err */
 };
 
+/* The size of the calibration's pieces in the caches: ORB_CALIB_HOT_BYTES, or a slot where
+ * slots are smaller (ORBIT_SHM_SLOT_BYTES), what the figures and the logs that quote them say. */
+static inline size_t orb_calib_hot_bytes(const struct orb_comm *c)
+{
+    return c->slot_bytes < ORB_CALIB_HOT_BYTES ? c->slot_bytes : ORB_CALIB_HOT_BYTES;
+}
+
 /* Remember the detail of a failure (also logged at WARN). Returns st. */
 orb_status_t orb_comm_fail(struct orb_comm *c, orb_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

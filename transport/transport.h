@@ -90,9 +90,6 @@ struct orb_conn {
     uint64_t small_seen;     /* send side: the receiver's tail_small when last read */
     orb_slot_hdr_t *cur_small; /* the small slot of pos_small */
     int in_small;            /* the slot the last acquire returned is a small one */
-    /* send side: after each small post, take the next small slot's header and first payload
-     * line for writing (shm.c, shm_send_post) */
-    int prefetch_next;
     void *wake;           /* transport-specific: whom to wake after post/release */
     /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
      * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */

@@ -86,12 +86,15 @@ static uint64_t advance(orb_conn_t *c)
  * the 2-core Intel VM, whose cores share no cache, one such load took a fifth of a broadcast
  * root's samples. Asked for now, the lines move while the call returns. Two lines, the header and
  * the payload's first: taking all a piece of the last one's size fills cost more at 512 B than
- * it saved (docs/perf.md, 2026-12-07). */
+ * it saved (docs/perf.md, 2026-12-07). Whether the CPU runs the prefetch: one answer a process,
+ * set at every connect (the same each time; relaxed, so a plain load here). */
+static _Atomic int shm_prefetchw;
+
 static void shm_send_post(orb_conn_t *c)
 {
     __atomic_store_n(&(c->in_small ? c->cur_small : c->cur)->stamp, c->pos + 1, __ATOMIC_RELEASE);
     advance(c);
-    if (c->in_small && c->prefetch_next) {
+    if (c->in_small && atomic_load_explicit(&shm_prefetchw, memory_order_relaxed)) {
         orb_prefetch_write(c->cur_small);
         orb_prefetch_write((const char *)c->cur_small + sizeof(orb_slot_hdr_t));
     }
@@ -271,7 +274,7 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
             return st;
     }
     const size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes, large = (size_t)s->nslots * stride;
-    const int prefetch = orb_cpu_prefetchw();
+    atomic_store_explicit(&shm_prefetchw, orb_cpu_prefetchw(), memory_order_relaxed);
     for (int i = 0; i < npeers; i++) {
         int peer = peers[i];
         for (int ch = 0; ch < s->nchannels; ch++) {
@@ -283,7 +286,7 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
                                     .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
-                                    .nsmall = s->nsmall, .prefetch_next = prefetch};
+                                    .nsmall = s->nsmall};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
                                     .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
