@@ -45,6 +45,10 @@ typedef struct {
      * ends only once its reader (orb_conn_t.addr_kind) has released it */
     orb_conn_t *cma_conn[ORB_MAX_CHANNELS];
     uint64_t cma_pos[ORB_MAX_CHANNELS];
+    /* per lane, the connection whose pieces it asked to be written straight into this call's
+     * buffer (orb_conn_ops_t.recv_place; NULL: none) and the step + 1 it asked for */
+    orb_conn_t *place_conn[ORB_MAX_CHANNELS];
+    size_t place_step[ORB_MAX_CHANNELS];
     /* with guard_writes: the bytes [addr_lo, addr_hi) span the lane's address pieces that may
      * not have left yet (empty: addr_lo == addr_hi) */
     uintptr_t addr_lo[ORB_MAX_CHANNELS], addr_hi[ORB_MAX_CHANNELS];

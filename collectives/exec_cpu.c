@@ -381,6 +381,85 @@ static char *step_dst(const orb_exec_op_t *o, const orb_step_t *s, unsigned prop
     return (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
 }
 
+/* Pieces smaller than this are left in their slots, and a lane whose step moves less does not
+ * look ahead at all: such a copy costs little next to a call's fixed costs, and the latency
+ * path stays as it was. */
+#define PLACE_MIN_BYTES 16384
+#define PLACE_MAX 64 /* positions asked for at once, and steps looked at to find them */
+
+/* Does a step of lane from `from` up to `to` (excluded) read or write [lo, hi)? */
+static int lane_touches(const orb_exec_op_t *o, const orb_lane_t *lane, size_t from, size_t to, uintptr_t lo,
+                        uintptr_t hi, size_t esz)
+{
+    for (size_t t = from; t < to; t++) {
+        const orb_step_t *s = &lane->steps[t];
+        const unsigned props = orb_step_props(s->kind);
+        const uintptr_t src = (uintptr_t)step_src(o, s, props, 0, esz), dst = (uintptr_t)step_dst(o, s, props, 0, esz);
+        const uintptr_t len = s->count * esz;
+        if ((src && src < hi && lo < src + len) || (dst && dst < hi && lo < dst + len))
+            return 1;
+    }
+    return 0;
+}
+
+/* As lane ch of o starts a step, ask rc's transport to write the pieces that will arrive on it
+ * straight into this call's buffers (recv_place), saving the copy out of each slot: the pieces
+ * of the steps that copy what they receive unchanged (RECV), among the next positions on rc.
+ * The steps between run first, so a step's pieces may land only where none of them reads or
+ * writes (each lane keeps to its own part of the buffers). One operation only: its lane alone
+ * uses rc, so the positions follow from the steps (handshakes come before a step starts:
+ * handshake_ahead). */
+static void place_ask(const orb_exec_env_t *env, orb_exec_op_t *o, int nops, int ch, orb_conn_t *rc, size_t esz)
+{
+    if (!rc->ops->recv_place || nops != 1 || o->place_step[ch] == o->step[ch] + 1)
+        return;
+    o->place_step[ch] = o->step[ch] + 1;
+    const orb_lane_t *lane = &o->plan->lanes[ch];
+    if ((lane->steps[o->step[ch]].count - o->done[ch]) * esz < PLACE_MIN_BYTES)
+        return;
+    const size_t nch = (size_t)env->nchannels;
+    orb_place_t want[PLACE_MAX];
+    int nw = 0;
+    uint64_t pos = rc->pos;
+    const uint64_t end = pos + (rc->nslots < PLACE_MAX ? rc->nslots : PLACE_MAX);
+    const size_t last = o->step[ch] + PLACE_MAX < lane->nsteps ? o->step[ch] + PLACE_MAX : lane->nsteps;
+    for (size_t t = o->step[ch]; t < last && pos < end; t++) {
+        const orb_step_t *s = &lane->steps[t];
+        const unsigned props = orb_step_props(s->kind);
+        if (!(props & ORB_STEP_RECVS) || &env->recv[(size_t)s->recv_peer * nch + (size_t)ch] != rc)
+            continue;
+        size_t per = rc->slot_bytes / esz; /* a piece's elements, as lane_progress cuts them */
+        if (props & ORB_STEP_SENDS) {
+            const size_t sp = env->send[(size_t)s->send_peer * nch + (size_t)ch].slot_bytes / esz;
+            per = sp < per ? sp : per;
+        }
+        const size_t done = t == o->step[ch] ? o->done[ch] : 0;
+        size_t left = s->count - done;
+        char *dst = NULL;
+        if (props == (ORB_STEP_RECVS | ORB_STEP_WRITES_DST) && per * esz >= PLACE_MIN_BYTES &&
+            !((s->flags & ORB_STEP_POSTOP) && o->postdiv > 1)) {
+            dst = step_dst(o, s, props, done, esz);
+            if (lane_touches(o, lane, o->step[ch], t, (uintptr_t)dst, (uintptr_t)dst + left * esz, esz))
+                break;
+            if (o->guard_writes) /* address pieces from there go now, not after */
+                settle_under(o, dst, left * esz);
+        }
+        do { /* a step of count 0 still takes its (empty) piece */
+            const size_t n = left < per ? left : per;
+            if (dst && n)
+                want[nw++] = (orb_place_t){.pos = pos, .call = o->sig.seq, .dst = dst, .bytes = n * esz};
+            if (dst)
+                dst += n * esz;
+            left -= n;
+            pos++;
+        } while (left && pos < end);
+    }
+    if (nw) {
+        rc->ops->recv_place(rc, want, nw);
+        o->place_conn[ch] = rc;
+    }
+}
+
 /* Must step s of lane 0 wait for the call's handshake? Its piece goes first on its connections
  * (ring neighbours): a step receives from sync_prev only once the neighbour's handshake is in,
  * and sends to sync_next only once ours went (unless ours rides on this lane's first piece);
@@ -592,6 +671,8 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 break;
             }
         }
+        if (rc)
+            place_ask(env, o, nops, ch, rc, esz);
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         int st = 0;
         if (rc && !(rh = recv_head(env, ops, nops, rc, s->recv_peer, &st, err, errlen))) {
@@ -647,6 +728,15 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 snprintf(err, errlen, "rank %d: the piece of rank %d: %s", env->rank, s->recv_peer, cerr);
                 return cst;
             }
+        } else if (rh && (rh->flags & ORB_PIECE_PLACED)) { /* the transport wrote it to dst already */
+            if ((char *)(uintptr_t)rh->addr != dst || sh || (props & ORB_STEP_REDUCES)) {
+                snprintf(err, errlen,
+                         "rank %d: a piece from rank %d (channel %d, step %zu) was received at %p, not at %p where "
+                         "this step wanted it (a transport bug)",
+                         env->rank, s->recv_peer, ch, o->step[ch], (void *)(uintptr_t)rh->addr, (void *)dst);
+                return ORB_ERR_INTERNAL;
+            }
+            direct = 1;
         }
         if (direct) {
             if (d2)
@@ -748,8 +838,9 @@ static int quick_lane(const orb_exec_env_t *env, orb_exec_op_t *o, char *err, si
             handshake_ahead(env, o, s, rc, sc, &for_data) >= 0)
             break;
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
-        if (rc && (!(rh = rc->ops->recv_acquire(rc)) || (rh->flags & (ORB_PIECE_REMOTE | ORB_PIECE_LATE))))
-            break; /* (the general loop reads an address piece, and checks or drops a late handshake) */
+        if (rc && (!(rh = rc->ops->recv_acquire(rc)) ||
+                   (rh->flags & (ORB_PIECE_REMOTE | ORB_PIECE_LATE | ORB_PIECE_PLACED))))
+            break; /* (the general loop reads an address piece, checks or drops a late handshake, takes a placed one) */
         if (sc && !(sh = sc->ops->send_acquire(sc, bytes)))
             break;
         if (rh && (rh->nbytes != bytes || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig)))) {
@@ -1042,6 +1133,8 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             o->step[ch] = o->done[ch] = 0;
             o->cma_conn[ch] = NULL;
             o->addr_lo[ch] = o->addr_hi[ch] = 0;
+            o->place_conn[ch] = NULL;
+            o->place_step[ch] = 0;
         }
         o->sync_sent = o->sync_recvd = 0;
         const orb_step_t *first = o->plan->nlanes && o->plan->lanes[0].nsteps ? &o->plan->lanes[0].steps[0] : NULL;
@@ -1167,6 +1260,9 @@ static inline __attribute__((always_inline)) orb_status_t exec_run_n(const orb_e
             orb_conn_t *c = ops[i].cma_conn[ch];
             if (c && c->ops->settle)
                 c->ops->settle(c);
+            /* and nothing may land in its buffers after it returns */
+            if ((c = ops[i].place_conn[ch]))
+                c->ops->recv_place(c, NULL, -1);
         }
     return st;
 }

@@ -41,6 +41,10 @@ static inline void orb_piece_hdr_put(orb_slot_hdr_t *dst, const orb_slot_hdr_t *
  * signature after all. Whoever finds it checks it against its call of that number if it is in
  * that call, and drops it otherwise. */
 #define ORB_PIECE_LATE 4u
+/* Receive side only, never on the wire: the transport wrote the payload straight to addr in this
+ * process, where the receiver asked for it (orb_conn_ops_t.recv_place); the slot holds only the
+ * header. */
+#define ORB_PIECE_PLACED 8u
 
 #ifdef __cplusplus
 static_assert(sizeof(orb_slot_hdr_t) == 64, "slot header is one cache line");

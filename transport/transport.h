@@ -17,6 +17,14 @@
 
 typedef struct orb_conn orb_conn_t;
 
+/* A piece a receiver wants written straight into its buffer (orb_conn_ops_t.recv_place). */
+typedef struct {
+    uint64_t pos;  /* its FIFO position */
+    uint64_t call; /* the call it carries data of (orb_slot_hdr_t.seq) */
+    char *dst;
+    uint64_t bytes; /* its payload */
+} orb_place_t;
+
 /* The data entries of one connection: the hot path, one indirection per piece. */
 typedef struct {
     const char *name;
@@ -35,6 +43,16 @@ typedef struct {
      * buffer once the call has returned. The executor calls it when a call fails with such
      * pieces unsent; it may wait a moment for the transport's own thread, never for a peer. */
     void (*settle)(orb_conn_t *c);
+    /* Receive side, for transports that copy each piece into its slot themselves (sockets;
+     * NULL otherwise): the pieces at want[].pos, positions in [c->pos, c->pos + nslots), may be
+     * written straight to want[].dst instead of into their slots, where they turn out to be
+     * data of call want[].call of want[].bytes; recv_acquire returns those with
+     * ORB_PIECE_PLACED and addr = dst. This saves the receiver's copy out of the slot. The
+     * caller names only pieces it copies unchanged and leaves those bytes alone until it has
+     * taken them; a later request for a position replaces an earlier one. n < 0 withdraws every
+     * request: when it returns, nothing is written to them any more (a piece half written goes
+     * on into its slot: only a failed call withdraws, and it leaves the communicator broken). */
+    void (*recv_place)(orb_conn_t *c, const orb_place_t *want, int n);
     /* The send side's ctrl->tail counts the slots the receiver has taken (shared memory),
      * not those the transport has sent on (sockets, verbs): a sender can tell its piece
      * reached the peer's executor. */

@@ -14,6 +14,10 @@
  *                      same bytes: it must settle the piece before it writes, so rank 1 gets
  *                      what the buffer held when the send was posted (an in-place all-to-all
  *                      on a congested link)
+ *   test_tcp place     pieces the receiver asked for (recv_place) land at its addresses, whole,
+ *                      striped or not; pieces of another size or call, flagged, not asked
+ *                      for, or asked for and withdrawn stay in their slots; nothing else
+ *                      is written to the buffer
  *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
  *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
  *   test_tcp handshake strangers at the listener are dropped; a settings mismatch fails both
@@ -33,6 +37,7 @@
 
 #include "collectives/exec.h"
 #include "core/clock.h"
+#include "tests/common/exec_stubs.h"
 #include "transport/tcp/tcp.h"
 #include "transport/tcp/tcp_wire.h"
 
@@ -435,14 +440,6 @@ static int mode_settle(void)
 
 static _Atomic int exec_waits; /* set once rank 0's executor has nothing left but to wait */
 
-static uint32_t env_doorbell(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-static void env_disarm(void *ctx) { (void)ctx; }
-
 static void env_sleep(void *ctx, uint32_t seen, double max_s)
 {
     (void)ctx;
@@ -450,24 +447,6 @@ static void env_sleep(void *ctx, uint32_t seen, double max_s)
     (void)max_s;
     atomic_store(&exec_waits, 1);
     sched_yield();
-}
-
-static orb_status_t env_check(void *ctx, const int *waiting_on, int n, char *err, size_t errlen)
-{
-    (void)ctx;
-    (void)waiting_on;
-    (void)n;
-    (void)err;
-    (void)errlen;
-    return ORB_OK;
-}
-
-static void env_post_error(void *ctx, int peer, orb_status_t st, const char *msg)
-{
-    (void)ctx;
-    (void)peer;
-    (void)st;
-    (void)msg;
 }
 
 static uint8_t guard_byte(int from, size_t k) { return (uint8_t)(from ? 0xA0 + k % 31 : 1 + (k * 13 + (k >> 10)) % 0x7f); }
@@ -572,8 +551,8 @@ static int mode_guard(void)
     orb_exec_op_t op = {.plan = &plan, .in = buf, .out = buf, .dtype = ORB_UINT8, .op = ORB_SUM, .sync_next = -1,
                         .sync_prev = -1, .addr_in = ORB_ADDR_LOCAL, .addr_out = ORB_ADDR_LOCAL, .guard_writes = 1};
     orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = NCH, .check_signatures = 0, .send = a.send,
-                          .recv = a.recv, .arm = env_doorbell, .disarm = env_disarm, .sleep = env_sleep, .check = env_check,
-                          .post_error = env_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
+                          .recv = a.recv, .arm = stub_arm, .disarm = stub_disarm, .sleep = env_sleep, .check = stub_check,
+                          .post_error = stub_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
                           .yield_s = 50e-6};
     drain_t d = {.rc = brc, .backlog = backlog - taken, .slot = slot};
     pthread_t t;
@@ -762,10 +741,133 @@ static int mode_handshake(void)
     return 0;
 }
 
+/* ---- pieces written straight into the receiver's buffer ------------------------------ */
+
+#define PLACE_SLOT (256u << 10) /* striped over the sockets when there are several */
+#define PLACE_N 7
+
+static uint8_t place_byte(int k, size_t i) { return (uint8_t)(0x10 + k * 0x21 + (i * 7 + (i >> 12)) % 97); }
+
+/* Wait for the receiver's next piece (NULL after 10 s). */
+static orb_slot_hdr_t *place_next(orb_conn_t *rc)
+{
+    for (double t0 = orb_now(); orb_now() - t0 < 10;) {
+        orb_slot_hdr_t *h = rc->ops->recv_acquire(rc);
+        if (h)
+            return h;
+        usleep(200);
+    }
+    return NULL;
+}
+
+/* Rank 0 asks for positions 0..5 of channel 0 to go to its buffer, then rank 1 sends: the
+ * pieces that match the request (call, size, no flag but the handshake's) land there, whole,
+ * at their addresses, stripes and all; one of another size, of another call, or flagged late
+ * goes into its slot, and so does one nobody asked for. Then a request withdrawn before its
+ * piece comes leaves that piece in its slot. */
+static int mode_place(void)
+{
+    setenv("ORBIT_TCP_PLACE", "1", 1); /* (the default, whatever the caller's environment says) */
+    side_t a, b;
+    if (make_pair(&a, &b, 8, PLACE_SLOT) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_conn_t *rc = &a.recv[1 * NCH + 0], *sc = &b.send[0 * NCH + 0];
+    check(rc->ops->recv_place != NULL, "the tcp connection takes requests to place pieces");
+    const size_t total = (size_t)PLACE_N * PLACE_SLOT;
+    uint8_t *dst = malloc(total);
+    if (!dst || !rc->ops->recv_place) {
+        check(0, "memory for the buffer");
+        return 1;
+    }
+    memset(dst, 0x5a, total);
+    /* what rank 1 sends at each position, and what rank 0 asks for there */
+    const struct {
+        uint64_t call, want_call;
+        uint32_t bytes, want_bytes, flags;
+        int placed;
+    } c[PLACE_N] = {
+        {7, 7, PLACE_SLOT, PLACE_SLOT, 0, 1},                        /* as asked */
+        {7, 7, PLACE_SLOT / 2, PLACE_SLOT, 0, 0},                    /* another size */
+        {7, 8, PLACE_SLOT, PLACE_SLOT, 0, 0},                        /* another call */
+        {7, 7, PLACE_SLOT, PLACE_SLOT, ORB_PIECE_LATE, 0},           /* a flag the receiver must see */
+        {7, 7, 20000, 20000, ORB_PIECE_SYNC, 1},                     /* an odd size, the handshake on it */
+        {7, 0, PLACE_SLOT, 0, 0, 0},                                 /* nobody asked */
+        {7, 7, PLACE_SLOT, PLACE_SLOT, 0, 0},                        /* asked, then withdrawn */
+    };
+    orb_place_t want[PLACE_N - 1];
+    int nw = 0;
+    for (int k = 0; k < PLACE_N - 1; k++)
+        if (c[k].want_bytes)
+            want[nw++] = (orb_place_t){.pos = rc->pos + (uint64_t)k, .call = c[k].want_call,
+                                       .dst = (char *)dst + (size_t)k * PLACE_SLOT, .bytes = c[k].want_bytes};
+    rc->ops->recv_place(rc, want, nw);
+    for (int k = 0; k < PLACE_N; k++) {
+        if (k == PLACE_N - 1) { /* the last: asked for, withdrawn, and only then sent */
+            orb_place_t w = {.pos = rc->pos, .call = c[k].want_call, .dst = (char *)dst + (size_t)k * PLACE_SLOT,
+                             .bytes = c[k].want_bytes};
+            rc->ops->recv_place(rc, &w, 1);
+            rc->ops->recv_place(rc, NULL, -1);
+        }
+        orb_slot_hdr_t *sh = NULL;
+        for (double t0 = orb_now(); !(sh = sc->ops->send_acquire(sc, c[k].bytes)) && orb_now() - t0 < 10;)
+            usleep(200);
+        if (!sh) {
+            check(0, "room to send");
+            return 1;
+        }
+        *sh = (orb_slot_hdr_t){.seq = c[k].call, .nbytes = c[k].bytes, .flags = c[k].flags, .sender = 1};
+        for (size_t i = 0; i < c[k].bytes; i++)
+            ((uint8_t *)(sh + 1))[i] = place_byte(k, i);
+        sc->ops->send_post(sc);
+        if (k < PLACE_N - 2)
+            continue; /* the first six go out together; the last after its request is gone */
+        for (int j = k == PLACE_N - 2 ? 0 : k; j <= k; j++) {
+            orb_slot_hdr_t *h = place_next(rc);
+            char what[256];
+            if (!h) {
+                snprintf(what, sizeof what, "piece %d arrives", j);
+                check(0, what);
+                return 1;
+            }
+            const int placed = (h->flags & ORB_PIECE_PLACED) != 0;
+            const uint8_t *at = placed ? (const uint8_t *)(uintptr_t)h->addr : (const uint8_t *)(h + 1);
+            size_t wrong = 0;
+            for (size_t i = 0; i < c[j].bytes; i++)
+                wrong += at[i] != place_byte(j, i);
+            snprintf(what, sizeof what,
+                     "piece %d (%u bytes, call %llu, flags %u): %s (should be %s), %zu bytes wrong where it is", j,
+                     c[j].bytes, (unsigned long long)c[j].call, c[j].flags, placed ? "placed" : "in its slot",
+                     c[j].placed ? "placed" : "in its slot", wrong);
+            check(placed == c[j].placed && h->nbytes == c[j].bytes && (h->flags & ~ORB_PIECE_PLACED) == c[j].flags &&
+                      (!placed || h->addr == (uint64_t)(uintptr_t)(dst + (size_t)j * PLACE_SLOT)) && wrong == 0,
+                  what);
+            rc->ops->recv_release(rc);
+        }
+    }
+    /* the buffer: the placed pieces' bytes, nothing anywhere else */
+    size_t stray = 0, first = SIZE_MAX;
+    for (int k = 0; k < PLACE_N; k++)
+        for (size_t i = 0; i < PLACE_SLOT; i++) {
+            const uint8_t w = c[k].placed && i < c[k].bytes ? place_byte(k, i) : 0x5a;
+            if (dst[(size_t)k * PLACE_SLOT + i] != w && stray++ == 0)
+                first = (size_t)k * PLACE_SLOT + i;
+        }
+    char what[200];
+    snprintf(what, sizeof what, "the buffer holds the placed pieces and nothing else (%zu bytes wrong, the first at %zu)",
+             stray, first);
+    check(stray == 0, what);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
+    free(dst);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: test_tcp wire|data|settle|guard|errors|handshake\n");
+        fprintf(stderr, "usage: test_tcp wire|data|settle|guard|place|errors|handshake\n");
         return 2;
     }
     setenv("ORBIT_SOCKET_IFNAME", "lo", 0); /* both "hosts" are this one */
@@ -778,6 +880,8 @@ int main(int argc, char **argv)
         rc = mode_settle();
     else if (!strcmp(argv[1], "guard"))
         rc = mode_guard();
+    else if (!strcmp(argv[1], "place"))
+        rc = mode_place();
     else if (!strcmp(argv[1], "errors"))
         rc = mode_errors();
     else if (!strcmp(argv[1], "handshake"))

@@ -141,10 +141,14 @@ static orb_status_t make_chans(orb_tcp_t *net)
         }
         ch->tag = malloc(sizeof *ch->tag * net->nslots);
         ch->got = calloc(net->nslots, sizeof *ch->got);
-        if (!ch->tag || !ch->got)
+        ch->place = calloc(net->nslots, sizeof *ch->place);
+        ch->want = malloc(sizeof *ch->want * net->nslots);
+        if (!ch->tag || !ch->got || !ch->place || !ch->want)
             return ORB_ERR_NO_MEMORY;
-        for (uint32_t k = 0; k < net->nslots; k++)
+        for (uint32_t k = 0; k < net->nslots; k++) {
             ch->tag[k] = UINT64_MAX;
+            atomic_init(&ch->want[k].pos, UINT64_MAX);
+        }
     }
     return ORB_OK;
 }
@@ -223,6 +227,8 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
     /* a rank's own choice: its peers receive ordinary pieces either way */
     const double dv = orb_param_num(ORB_PARAM_TCP_DIRECT_BYTES);
     const size_t direct = dv >= 1 ? (size_t)dv : 0;
+    const orb_conn_ops_t *rx_ops =
+        orb_param_num(ORB_PARAM_TCP_PLACE) != 0 ? &orb_tcp_conn_ops : &orb_tcp_conn_ops_unplaced;
     for (int i = 0; i < npeers; i++)
         for (int ch = 0; ch < net->nchannels; ch++) {
             size_t ci = (size_t)peers[i] * (size_t)net->nchannels + (size_t)ch;
@@ -232,7 +238,7 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = tx,
                                     .addr_kind = direct ? ORB_ADDR_LOCAL : 0, .addr_min = direct};
-            recv[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
+            recv[ci] = (orb_conn_t){.ops = rx_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
                                     .slots = rx->slots, .slot_stride = rx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = rx};
         }
@@ -330,16 +336,24 @@ void orb_tcp_destroy(orb_tcp_t *net)
         close(net->socks[k].fd);
         free(net->socks[k].stage);
     }
+    uint64_t placed = 0, pieces = 0;
     if (net->chans)
         for (size_t c = 0; c < (size_t)net->npeers * (size_t)net->nchannels; c++) {
             orb_tcp_chan_t *ch = &net->chans[c];
+            placed += ch->placed;
+            pieces += ch->pieces;
             if (ch->tx.slots)
                 munmap(ch->tx.slots, ch->tx.stride * ch->tx.nslots);
             if (ch->rx.slots)
                 munmap(ch->rx.slots, ch->rx.stride * ch->rx.nslots);
             free(ch->tag);
             free(ch->got);
+            free(ch->place);
+            free(ch->want);
         }
+    if (pieces)
+        ORB_INFO("tcp: %llu of the %llu pieces received went straight into the callers' buffers",
+                 (unsigned long long)placed, (unsigned long long)pieces);
     for (int i = 0; i < net->npeers && net->peers; i++)
         pthread_mutex_destroy(&net->peers[i].ctrl_lock);
     if (net->listen_fd >= 0)

@@ -27,6 +27,14 @@
 
 typedef struct orb_tcp_chan orb_tcp_chan_t;
 
+/* The receiver's request for one FIFO position (orb_conn_ops_t.recv_place): pos stored last
+ * (UINT64_MAX: none). */
+typedef struct {
+    _Atomic uint64_t pos;
+    uint64_t call, bytes;
+    char *dst;
+} orb_tcp_want_t;
+
 /* One direction of one (peer, channel) FIFO. */
 typedef struct {
     orb_fifo_ctrl_t ctrl; /* head: slots filled, tail: slots emptied */
@@ -77,6 +85,9 @@ struct orb_tcp_chan {
     uint64_t rx_head; /* slots published */
     uint64_t *tag;    /* per slot: the piece its byte count belongs to */
     uint32_t *got;    /* per slot: payload bytes arrived */
+    char **place;     /* per slot: where its payload goes when not into the slot (NULL: the slot) */
+    orb_tcp_want_t *want; /* per slot: the receiver's request for a position there */
+    uint64_t placed, pieces; /* pieces written straight to the receiver's buffer, of all taken */
 };
 
 typedef struct {
@@ -122,7 +133,7 @@ struct orb_tcp {
     _Atomic int errored;
 };
 
-extern const orb_conn_ops_t orb_tcp_conn_ops;
+extern const orb_conn_ops_t orb_tcp_conn_ops, orb_tcp_conn_ops_unplaced;
 
 /* Wake the progress thread if it sleeps. */
 void orb_tcp_kick(orb_tcp_t *net);

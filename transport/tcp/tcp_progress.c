@@ -139,7 +139,57 @@ static void tcp_settle(orb_conn_t *c)
         orb_tcp_kick(ch->net);
 }
 
+/* A request needs no lock: the reader of an entry (rx_claim, as a piece's first bytes come)
+ * takes its position with acquire order, after the fields; the entry of a position always says
+ * the same, and is written again for a later position only once that one was taken (the
+ * FIFO holds nslots). A withdrawal takes the rx lock, which the thread only ever holds for
+ * non-blocking reads (a short wait), and points each stripe still writing into the caller's
+ * buffer at the slot. */
+static void tcp_recv_place(orb_conn_t *c, const orb_place_t *want, int n)
+{
+    orb_tcp_chan_t *ch = chan_of(c);
+    for (int k = 0; k < n; k++) {
+        orb_tcp_want_t *w = &ch->want[want[k].pos % ch->rx.nslots];
+        if (atomic_load_explicit(&w->pos, memory_order_relaxed) == want[k].pos)
+            continue;
+        w->call = want[k].call;
+        w->dst = want[k].dst;
+        w->bytes = want[k].bytes;
+        atomic_store_explicit(&w->pos, want[k].pos, memory_order_release);
+    }
+    if (n >= 0)
+        return;
+    while (!orb_tcp_trylock(&ch->rx_lock))
+        sched_yield();
+    for (uint32_t i = 0; i < ch->rx.nslots; i++)
+        atomic_store_explicit(&ch->want[i].pos, UINT64_MAX, memory_order_relaxed);
+    for (int k = 0; k < ch->nsocks; k++) {
+        orb_tcp_sock_t *s = &ch->socks[k];
+        const size_t i = s->rx_seq % ch->rx.nslots;
+        if (s->rx_busy && ch->place[i]) {
+            orb_slot_hdr_t *h = (orb_slot_hdr_t *)(ch->rx.slots + i * ch->rx.stride);
+            s->rx_dst = (char *)(h + 1) + (s->rx_dst - ch->place[i]);
+        }
+    }
+    for (uint32_t i = 0; i < ch->rx.nslots; i++)
+        ch->place[i] = NULL;
+    orb_tcp_unlock(&ch->rx_lock);
+    if (atomic_exchange(&ch->skipped_rx, 0))
+        orb_tcp_kick(ch->net);
+}
+
 const orb_conn_ops_t orb_tcp_conn_ops = {
+    .name = "tcp",
+    .send_acquire = tcp_send_acquire,
+    .send_post = tcp_send_post,
+    .recv_acquire = tcp_recv_acquire,
+    .recv_release = tcp_recv_release,
+    .settle = tcp_settle,
+    .recv_place = tcp_recv_place,
+};
+
+/* ORBIT_TCP_PLACE=0: every piece through its slot. */
+const orb_conn_ops_t orb_tcp_conn_ops_unplaced = {
     .name = "tcp",
     .send_acquire = tcp_send_acquire,
     .send_post = tcp_send_post,

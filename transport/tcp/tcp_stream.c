@@ -160,6 +160,20 @@ static int rx_publish(orb_tcp_chan_t *ch)
     return 1;
 }
 
+/* Where the payload of the piece at position seq goes, if the receiver asked for it elsewhere
+ * (orb_conn_ops_t.recv_place): only a data piece of the call it named, of the size it expects,
+ * carrying no flag but the handshake's (anything else stays in its slot for the executor to
+ * judge). NULL: into its slot. */
+static char *place_for(const orb_tcp_chan_t *ch, uint64_t seq, const orb_slot_hdr_t *hdr)
+{
+    const orb_tcp_want_t *w = &ch->want[seq % ch->rx.nslots];
+    if (atomic_load_explicit(&w->pos, memory_order_acquire) != seq || w->bytes == 0)
+        return NULL;
+    if (hdr->seq != w->call || hdr->nbytes != w->bytes || (hdr->flags & ~ORB_PIECE_SYNC))
+        return NULL;
+    return w->dst;
+}
+
 /* The preamble at the front of the stage names a slot: take it if it is free. Returns 1 if
  * the payload can be read now, 0 if the slot is still in use, -1 on nonsense. */
 static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
@@ -191,6 +205,13 @@ static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
         ch->tag[i] = seq;
         ch->got[i] = 0;
         *h = f.hdr;
+        ch->place[i] = place_for(ch, seq, &f.hdr);
+        ch->pieces++;
+        if (ch->place[i]) {
+            h->flags |= ORB_PIECE_PLACED;
+            h->addr = (uint64_t)(uintptr_t)ch->place[i];
+            ch->placed++;
+        }
     } else if (h->nbytes != f.hdr.nbytes) {
         snprintf(why, sizeof why, "stripes of slot %u disagree on its size", f.seq);
         orb_tcp_peer_closed(ch->net, ch->peer, why, 1);
@@ -202,7 +223,7 @@ static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
     int big = f.hdr.nbytes >= ORB_TCP_BIG_BYTES;
     if (atomic_load_explicit(&ch->net->big, memory_order_relaxed) != big)
         atomic_store_explicit(&ch->net->big, big, memory_order_relaxed);
-    s->rx_dst = (char *)(h + 1) + f.off;
+    s->rx_dst = (ch->place[i] ? ch->place[i] : (char *)(h + 1)) + f.off;
     s->rx_busy = 1;
     return 1;
 }

@@ -9,7 +9,7 @@ for ((r=1;r<=reps;r++)); do
   n=${#variants[@]}
   for ((i=0;i<n;i++)); do
     v=${variants[$(((i+r-1)%n))]}
-    tag=$(echo "$v" | tr ' =/' '_--'); [ -z "$tag" ] && tag=default
+    tag=$(echo "$v" | tr ' =/' '_+-'); [ -z "$tag" ] && tag=default
     # shellcheck disable=SC2086
     orbtest_job torchrun 1 900 $out/log.$tag.$r $v -- "$PWD/build/bench/allreduce_bench" --backend custom --size $sizes --factor 8 --iters 60 --no-inplace --json $out/$tag.$r.json >/dev/null 2>&1 || echo "run $tag failed"
   done
