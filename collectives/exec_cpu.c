@@ -404,7 +404,8 @@ static int lane_touches(const orb_exec_op_t *o, const orb_lane_t *lane, size_t f
 
 /* As lane ch of o starts a step, ask rc's transport to write the pieces that will arrive on it
  * straight into this call's buffers (recv_place), saving the copy out of each slot: the pieces
- * of the steps that copy what they receive unchanged (RECV), among the next positions on rc.
+ * of the steps that copy what they receive unchanged (RECV, and RECV_COPY_SEND, which passes
+ * them on from there), among the next positions on rc.
  * The steps between run first, so a step's pieces may land only where none of them reads or
  * writes (each lane keeps to its own part of the buffers). One operation only: its lane alone
  * uses rc, so the positions follow from the steps (handshakes come before a step starts:
@@ -436,7 +437,7 @@ static void place_ask(const orb_exec_env_t *env, orb_exec_op_t *o, int nops, int
         const size_t done = t == o->step[ch] ? o->done[ch] : 0;
         size_t left = s->count - done;
         char *dst = NULL;
-        if (props == (ORB_STEP_RECVS | ORB_STEP_WRITES_DST) && per * esz >= PLACE_MIN_BYTES &&
+        if ((props & ~ORB_STEP_SENDS) == (ORB_STEP_RECVS | ORB_STEP_WRITES_DST) && per * esz >= PLACE_MIN_BYTES &&
             !((s->flags & ORB_STEP_POSTOP) && o->postdiv > 1)) {
             dst = step_dst(o, s, props, done, esz);
             if (lane_touches(o, lane, o->step[ch], t, (uintptr_t)dst, (uintptr_t)dst + left * esz, esz))
@@ -712,6 +713,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         const int stream = o->stream_out && dst && !(s->flags & ORB_STEP_DST_SCRATCH); /* d1 is the output */
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
         int direct = 0; /* the piece was read straight into dst */
+        int fwd_addr = 0; /* ... and goes on to the next rank as dst's address */
         if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
             if (!rc->cma_pid) {
                 snprintf(err, errlen, "rank %d: rank %d sent a piece as an address, but this rank cannot read it "
@@ -729,7 +731,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 return cst;
             }
         } else if (rh && (rh->flags & ORB_PIECE_PLACED)) { /* the transport wrote it to dst already */
-            if ((char *)(uintptr_t)rh->addr != dst || sh || (props & ORB_STEP_REDUCES)) {
+            if ((char *)(uintptr_t)rh->addr != dst || (props & ORB_STEP_REDUCES) || pd > 1) {
                 snprintf(err, errlen,
                          "rank %d: a piece from rank %d (channel %d, step %zu) was received at %p, not at %p where "
                          "this step wanted it (a transport bug)",
@@ -737,9 +739,15 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 return ORB_ERR_INTERNAL;
             }
             direct = 1;
+            /* Passed on (a ring's all-gather): from dst itself, as a plain send from the output
+             * would go, or else copied into the outgoing slot below. */
+            fwd_addr = sh && !(s->flags & ORB_STEP_DST_SCRATCH) && sc->addr_kind && n * esz >= sc->addr_min &&
+                       (sc->addr_kind & o->addr_out) &&
+                       (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
+                        orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
         }
         if (direct) {
-            if (d2)
+            if (d2 && !fwd_addr)
                 orb_kernel_copy(d2, NULL, dst, n, o->dtype, 0);
         } else if (remote) {
             /* nothing to write: the receiver reads src */
@@ -756,17 +764,18 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         if (tm)
             *((props & ORB_STEP_REDUCES) ? &tm->reduce : &tm->move) += orb_trace_ticks() - k0;
         if (sh) {
+            const char *as_addr = remote ? src : fwd_addr ? dst : NULL; /* the piece goes as this address */
             data_header(env, o, ch, sh, n * esz);
-            if (remote) {
+            if (as_addr) {
                 sh->flags |= ORB_PIECE_REMOTE;
-                sh->addr = (uint64_t)(uintptr_t)src;
+                sh->addr = (uint64_t)(uintptr_t)as_addr;
             }
             sc->ops->send_post(sc);
-            if (remote) {
+            if (as_addr) {
                 o->cma_conn[ch] = sc;
                 o->cma_pos[ch] = sc->pos;
                 if (o->guard_writes) {
-                    const uintptr_t lo = (uintptr_t)src, hi = lo + n * esz;
+                    const uintptr_t lo = (uintptr_t)as_addr, hi = lo + n * esz;
                     const int empty = o->addr_lo[ch] == o->addr_hi[ch];
                     o->addr_lo[ch] = empty || lo < o->addr_lo[ch] ? lo : o->addr_lo[ch];
                     o->addr_hi[ch] = empty || hi > o->addr_hi[ch] ? hi : o->addr_hi[ch];
@@ -775,7 +784,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         }
         if (rh)
             rc->ops->recv_release(rc);
-        if (!remote)
+        if (!remote && !fwd_addr)
             copied += n * esz;
         o->done[ch] = done + n;
         if (o->done[ch] == s->count) {

@@ -15,6 +15,8 @@
  *     slot although it was placed, shows here;
  *   - a run that fails (a piece that never comes: ORBIT_TIMEOUT's error) withdraws its
  *     requests before it returns;
+ *   - a piece that is passed on (RECV_COPY_SEND) is placed too, and goes on as its address in
+ *     the output where the call allows sends from there, else copied into the outgoing slot;
  *   - a group of two operations asks for nothing (their pieces may share a connection).
  * Prints "N failed"; exits 1 on any failure. */
 #include <stdint.h>
@@ -108,14 +110,42 @@ static void mock_recv_place(orb_conn_t *c, const orb_place_t *want, int n)
     }
 }
 
+/* ---- rank 0's connection to rank 1, for steps that pass pieces on: a socket that takes each
+ * piece the moment it is posted, reading it from its slot or, posted as an address, from there */
+
+typedef struct {
+    orb_conn_t c;
+    orb_fifo_ctrl_t ctrl;
+    _Alignas(64) char slots[NSLOTS][sizeof(orb_slot_hdr_t) + PIECE];
+    int n;
+    uint32_t flags[MAXP];
+    uint64_t addr[MAXP];
+    size_t wrong[MAXP]; /* bytes that differ from the piece received at the same position */
+} tx_mock_t;
+
+static tx_mock_t tx;
+
 static orb_slot_hdr_t *mock_send_acquire(orb_conn_t *c, size_t bytes)
 {
-    (void)c;
     (void)bytes;
-    return NULL;
+    return (orb_slot_hdr_t *)tx.slots[c->pos % NSLOTS];
 }
 
-static void mock_send_post(orb_conn_t *c) { (void)c; }
+static void mock_send_post(orb_conn_t *c)
+{
+    const orb_slot_hdr_t *h = (const orb_slot_hdr_t *)tx.slots[c->pos % NSLOTS];
+    const int k = tx.n++;
+    if (k < MAXP) {
+        const int32_t *p =
+            (h->flags & ORB_PIECE_REMOTE) ? (const int32_t *)(uintptr_t)h->addr : (const int32_t *)(h + 1);
+        tx.flags[k] = h->flags;
+        tx.addr[k] = h->addr;
+        for (size_t i = 0; i < h->nbytes / 4; i++)
+            tx.wrong[k] += p[i] != piece_val(k, i);
+    }
+    c->pos++;
+    atomic_store(&c->ctrl->tail, c->pos); /* gone: the slot and the address are free again */
+}
 
 static const orb_conn_ops_t mock_ops = {.name = "mock",
                                         .send_acquire = mock_send_acquire,
@@ -132,6 +162,10 @@ static void mock_reset(const uint32_t *bytes, int n, int deliver_max)
     memcpy(m.bytes, bytes, sizeof *bytes * (size_t)n);
     m.npieces = n;
     m.deliver_max = deliver_max;
+    memset(&tx, 0, sizeof tx);
+    tx.c = (orb_conn_t){.ops = &mock_ops, .peer = 1, .channel = 0, .ctrl = &tx.ctrl, .slots = (char *)tx.slots,
+                        .slot_stride = sizeof tx.slots[0], .slot_bytes = PIECE, .nslots = NSLOTS,
+                        .addr_kind = ORB_ADDR_LOCAL, .addr_min = PIECE};
 }
 
 /* ---- the communicator around rank 0's executor ---------------------------------------- */
@@ -144,12 +178,10 @@ static void env_sleep(void *ctx, uint32_t seen, double max_s)
     deliver_all(); /* everything rank 1 sends comes the first time rank 0 waits */
 }
 
-static orb_conn_t no_conn[2];
-
 static orb_status_t run(orb_exec_op_t *ops, int nops, double timeout_s, char *err, size_t errlen)
 {
-    orb_conn_t recv[2] = {{0}, m.c};
-    orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = 1, .send = no_conn, .recv = recv, .arm = stub_arm,
+    orb_conn_t recv[2] = {{0}, m.c}, send[2] = {{0}, tx.c};
+    orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = 1, .send = send, .recv = recv, .arm = stub_arm,
                           .disarm = stub_disarm, .sleep = env_sleep, .check = stub_check, .post_error = stub_post_error,
                           .slot_bytes = PIECE, .timeout_s = timeout_s, .spin_s = 0, .yield_s = 0};
     orb_status_t st = orb_exec_run(&env, ops, nops, err, errlen);
@@ -265,6 +297,47 @@ static void case_overlap(int inplace)
     CHECK(wrong == 0, "%s: the output is exact (%zu wrong, the first at element %zu)", how, wrong, first);
 }
 
+/* RECV_COPY_SEND (a ring's all-gather): the pieces are placed in the output and passed on from
+ * there as its address where the call lets the transport send from its output, else copied
+ * into the outgoing slots; either way the next rank gets each piece's bytes. */
+static void case_forward(int from_output)
+{
+    static int32_t out[BUF_ELEMS];
+    for (size_t i = 0; i < BUF_ELEMS; i++)
+        out[i] = UNTOUCHED;
+    orb_step_t steps[1] = {
+        {.kind = ORB_STEP_RECV_COPY_SEND, .dst_off = ELEMS, .send_peer = 1, .recv_peer = 1, .count = 3 * ELEMS}};
+    orb_plan_t plan = one_lane(steps, 1);
+    const uint32_t bytes[3] = {PIECE, PIECE, PIECE};
+    mock_reset(bytes, 3, 3);
+    orb_exec_op_t op = op_for(&plan, out, out);
+    op.addr_out = from_output ? ORB_ADDR_LOCAL : 0;
+    char err[512] = "";
+    orb_status_t st = run(&op, 1, 10, err, sizeof err);
+    const char *how = from_output ? "forward, from the output" : "forward, through the slots";
+    CHECK(st == ORB_OK, "%s: the run ends well (%s %s)", how, orb_status_name(st), err);
+    int placed = 0;
+    for (int k = 0; k < 3; k++)
+        placed += m.want[k].bytes == PIECE && m.want[k].dst == (char *)(out + (size_t)(k + 1) * ELEMS);
+    CHECK(placed == 3, "%s: all three pieces asked for at their places (%d)", how, placed);
+    size_t wrong = 0, first = SIZE_MAX;
+    for (size_t i = 0; i < BUF_ELEMS; i++) {
+        const int32_t want = i >= ELEMS && i < 4 * ELEMS ? piece_val((int)(i / ELEMS) - 1, i % ELEMS) : UNTOUCHED;
+        if (out[i] != want && wrong++ == 0)
+            first = i;
+    }
+    CHECK(wrong == 0, "%s: the output is exact (%zu wrong, the first at element %zu)", how, wrong, first);
+    CHECK(tx.n == 3, "%s: three pieces passed on (%d)", how, tx.n);
+    for (int k = 0; k < 3 && k < tx.n; k++) {
+        const int as_addr = (tx.flags[k] & ORB_PIECE_REMOTE) != 0;
+        const uint64_t at = (uint64_t)(uintptr_t)(out + (size_t)(k + 1) * ELEMS);
+        CHECK(as_addr == from_output && (!as_addr || tx.addr[k] == at) && tx.wrong[k] == 0,
+              "%s: piece %d passed on %s (flags %u, at out + %td), %zu bytes wrong", how, k,
+              as_addr ? "as an address" : "in its slot", tx.flags[k],
+              as_addr ? (int32_t *)(uintptr_t)tx.addr[k] - out : -1, tx.wrong[k]);
+    }
+}
+
 /* A piece that never comes: the run fails (ORBIT_TIMEOUT) and withdraws what it asked for. */
 static void case_fail(void)
 {
@@ -310,6 +383,8 @@ int main(void)
     case_ahead();
     case_overlap(1);
     case_overlap(0);
+    case_forward(1);
+    case_forward(0);
     case_fail();
     case_group();
     printf("%d failed\n", failures);

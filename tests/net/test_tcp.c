@@ -551,8 +551,8 @@ static int mode_guard(void)
     orb_exec_op_t op = {.plan = &plan, .in = buf, .out = buf, .dtype = ORB_UINT8, .op = ORB_SUM, .sync_next = -1,
                         .sync_prev = -1, .addr_in = ORB_ADDR_LOCAL, .addr_out = ORB_ADDR_LOCAL, .guard_writes = 1};
     orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = NCH, .check_signatures = 0, .send = a.send,
-                          .recv = a.recv, .arm = stub_arm, .disarm = stub_disarm, .sleep = env_sleep, .check = stub_check,
-                          .post_error = stub_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
+                          .recv = a.recv, .arm = stub_arm, .disarm = stub_disarm, .sleep = env_sleep,
+                          .check = stub_check, .post_error = stub_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
                           .yield_s = 50e-6};
     drain_t d = {.rc = brc, .backlog = backlog - taken, .slot = slot};
     pthread_t t;
@@ -855,8 +855,8 @@ static int mode_place(void)
                 first = (size_t)k * PLACE_SLOT + i;
         }
     char what[200];
-    snprintf(what, sizeof what, "the buffer holds the placed pieces and nothing else (%zu bytes wrong, the first at %zu)",
-             stray, first);
+    snprintf(what, sizeof what,
+             "the buffer holds the placed pieces and nothing else (%zu bytes wrong, the first at %zu)", stray, first);
     check(stray == 0, what);
     orb_tcp_destroy(a.net);
     orb_tcp_destroy(b.net);

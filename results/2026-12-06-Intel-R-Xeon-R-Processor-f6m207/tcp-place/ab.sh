@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# usage: [ITERS=60] [F=8] ab.sh COLL SIZES REPS OUT BUILD[:VAR=VAL] ...
+# usage: [H=2] [ITERS=60] [F=8] ab.sh COLL SIZES REPS OUT BUILD[:VAR=VAL] ...
 # COLL's bench from each build (absolute paths; :VAR=VAL sets one variable for that variant) between
-# 2 network namespaces, 1 rank each, real TCP; REPS rounds, the variants' order rotating each
+# H network namespaces (2 unless set), 1 rank each, real TCP; REPS rounds, the variants' order rotating each
 # round; prints each variant's median time per size and, for two variants, their ratio.
 coll=$1; sizes=$2; reps=$3; out=$4; shift 4
 cd "$(dirname "$0")/../../.." # the repository root (netns_lib.sh)
 . tests/net/netns_lib.sh
-orbtest_setup 2 "" "" || { echo "skip: $ORBTEST_SKIP"; exit 77; }
+orbtest_setup ${H:-2} "" "" || { echo "skip: $ORBTEST_SKIP"; exit 77; }
 mkdir -p $out; rm -f $out/*.json
 builds=("$@")
 for ((r=1;r<=reps;r++)); do
