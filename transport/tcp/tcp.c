@@ -227,8 +227,7 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
     /* a rank's own choice: its peers receive ordinary pieces either way */
     const double dv = orb_param_num(ORB_PARAM_TCP_DIRECT_BYTES);
     const size_t direct = dv >= 1 ? (size_t)dv : 0;
-    const orb_conn_ops_t *rx_ops =
-        orb_param_num(ORB_PARAM_TCP_PLACE) != 0 ? &orb_tcp_conn_ops : &orb_tcp_conn_ops_unplaced;
+    net->place = orb_param_num(ORB_PARAM_TCP_PLACE) != 0;
     for (int i = 0; i < npeers; i++)
         for (int ch = 0; ch < net->nchannels; ch++) {
             size_t ci = (size_t)peers[i] * (size_t)net->nchannels + (size_t)ch;
@@ -238,7 +237,7 @@ orb_status_t orb_tcp_connect(orb_tcp_t *net, const orb_card_t *cards, const int 
                                     .slots = tx->slots, .slot_stride = tx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = tx,
                                     .addr_kind = direct ? ORB_ADDR_LOCAL : 0, .addr_min = direct};
-            recv[ci] = (orb_conn_t){.ops = rx_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
+            recv[ci] = (orb_conn_t){.ops = &orb_tcp_conn_ops, .peer = peers[i], .channel = ch, .ctrl = &rx->ctrl,
                                     .slots = rx->slots, .slot_stride = rx->stride, .slot_bytes = net->slot_bytes,
                                     .nslots = net->nslots, .pos = 0, .wake = rx};
         }

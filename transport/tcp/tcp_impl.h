@@ -107,6 +107,7 @@ struct orb_tcp {
     uint8_t secret[ORB_SECRET_BYTES];
     orb_tcp_callbacks_t cb;
     int nsocks_wanted;
+    int place; /* ORBIT_TCP_PLACE: receive pieces where the executor asks (recv_place) */
 
     int listen_fd;
     char ifname[64];
@@ -133,7 +134,7 @@ struct orb_tcp {
     _Atomic int errored;
 };
 
-extern const orb_conn_ops_t orb_tcp_conn_ops, orb_tcp_conn_ops_unplaced;
+extern const orb_conn_ops_t orb_tcp_conn_ops;
 
 /* Wake the progress thread if it sleeps. */
 void orb_tcp_kick(orb_tcp_t *net);

@@ -148,6 +148,8 @@ static void tcp_settle(orb_conn_t *c)
 static void tcp_recv_place(orb_conn_t *c, const orb_place_t *want, int n)
 {
     orb_tcp_chan_t *ch = chan_of(c);
+    if (!ch->net->place) /* ORBIT_TCP_PLACE=0: every piece through its slot */
+        return;
     for (int k = 0; k < n; k++) {
         orb_tcp_want_t *w = &ch->want[want[k].pos % ch->rx.nslots];
         if (atomic_load_explicit(&w->pos, memory_order_relaxed) == want[k].pos)
@@ -186,16 +188,6 @@ const orb_conn_ops_t orb_tcp_conn_ops = {
     .recv_release = tcp_recv_release,
     .settle = tcp_settle,
     .recv_place = tcp_recv_place,
-};
-
-/* ORBIT_TCP_PLACE=0: every piece through its slot. */
-const orb_conn_ops_t orb_tcp_conn_ops_unplaced = {
-    .name = "tcp",
-    .send_acquire = tcp_send_acquire,
-    .send_post = tcp_send_post,
-    .recv_acquire = tcp_recv_acquire,
-    .recv_release = tcp_recv_release,
-    .settle = tcp_settle,
 };
 
 /* ---- failures ------------------------------------------------------------------------- */
