@@ -672,7 +672,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
                 break;
             }
         }
-        if (rc)
+        if (rc && (s->count - done) * esz >= PLACE_MIN_BYTES) /* (small calls never get this far) */
             place_ask(env, o, nops, ch, rc, esz);
         orb_slot_hdr_t *rh = NULL, *sh = NULL;
         int st = 0;
