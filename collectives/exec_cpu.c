@@ -381,6 +381,17 @@ static char *step_dst(const orb_exec_op_t *o, const orb_step_t *s, unsigned prop
     return (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
 }
 
+/* May a piece of `bytes` for sc, from a buffer whose pieces may travel as addresses on
+ * connections of the kinds in `allowed` (orb_exec_op_t.addr_in / addr_out), go as its address
+ * instead of being copied into the slot? When the receiver can read us, or the transport sends
+ * from it itself, and this lane's previous such piece went on the same connection or was
+ * read already (one pending connection a lane: cma_conn). */
+static int as_address(const orb_exec_op_t *o, int ch, const orb_conn_t *sc, size_t bytes, unsigned allowed)
+{
+    return (sc->addr_kind & allowed) && bytes >= sc->addr_min &&
+           (!o->cma_conn[ch] || o->cma_conn[ch] == sc || orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
+}
+
 /* Pieces smaller than this are left in their slots, and a lane whose step moves less does not
  * look ahead at all: such a copy costs little next to a call's fixed costs, and the latency
  * path stays as it was. */
@@ -409,15 +420,13 @@ static int lane_touches(const orb_exec_op_t *o, const orb_lane_t *lane, size_t f
  * The steps between run first, so a step's pieces may land only where none of them reads or
  * writes (each lane keeps to its own part of the buffers). One operation only: its lane alone
  * uses rc, so the positions follow from the steps (handshakes come before a step starts:
- * handshake_ahead). */
+ * handshake_ahead). The caller asks only as a step of PLACE_MIN_BYTES or more starts. */
 static void place_ask(const orb_exec_env_t *env, orb_exec_op_t *o, int nops, int ch, orb_conn_t *rc, size_t esz)
 {
     if (!rc->ops->recv_place || nops != 1 || o->place_step[ch] == o->step[ch] + 1)
         return;
     o->place_step[ch] = o->step[ch] + 1;
     const orb_lane_t *lane = &o->plan->lanes[ch];
-    if ((lane->steps[o->step[ch]].count - o->done[ch]) * esz < PLACE_MIN_BYTES)
-        return;
     const size_t nch = (size_t)env->nchannels;
     orb_place_t want[PLACE_MAX];
     int nw = 0;
@@ -690,17 +699,12 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         }
         if (rh && (rh->nbytes != n * esz || (env->check_signatures && !orb_exec_sig_equal(rh, &o->sig))))
             return piece_mismatch(env, mine_for(env, &o->sig, rh), rh, n * esz, s->recv_peer, err, errlen);
-        /* A plain send of a large piece from a buffer this call never writes goes as its
-         * address, when the receiver can read us (or the transport sends from it itself) and
-         * this lane's previous such piece went the same way or was read already (one pending
-         * connection a lane). */
-        const int remote = sc && !rc && sc->addr_kind && n * esz >= sc->addr_min &&
-                           !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
-                           (sc->addr_kind & (s->src_buf == ORB_BUF_INPUT    ? o->addr_in
-                                             : s->src_buf == ORB_BUF_OUTPUT ? o->addr_out
-                                                                            : 0u)) &&
-                           (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
-                            orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
+        /* A plain send of a large piece goes as its address (see as_address). */
+        const int remote = sc && !rc && !(props & (ORB_STEP_REDUCES | ORB_STEP_WRITES_DST)) && pd <= 1 &&
+                           as_address(o, ch, sc, n * esz,
+                                      s->src_buf == ORB_BUF_INPUT    ? o->addr_in
+                                      : s->src_buf == ORB_BUF_OUTPUT ? o->addr_out
+                                                                     : 0u);
 
         const char *src = step_src(o, s, props, done, esz);
         char *dst = step_dst(o, s, props, done, esz);
@@ -741,10 +745,7 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             direct = 1;
             /* Passed on (a ring's all-gather): from dst itself, as a plain send from the output
              * would go, or else copied into the outgoing slot below. */
-            fwd_addr = sh && !(s->flags & ORB_STEP_DST_SCRATCH) && sc->addr_kind && n * esz >= sc->addr_min &&
-                       (sc->addr_kind & o->addr_out) &&
-                       (!o->cma_conn[ch] || o->cma_conn[ch] == sc ||
-                        orb_conn_released(o->cma_conn[ch], o->cma_pos[ch]));
+            fwd_addr = sh && !(s->flags & ORB_STEP_DST_SCRATCH) && as_address(o, ch, sc, n * esz, o->addr_out);
         }
         if (direct) {
             if (d2 && !fwd_addr)

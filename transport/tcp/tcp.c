@@ -141,9 +141,8 @@ static orb_status_t make_chans(orb_tcp_t *net)
         }
         ch->tag = malloc(sizeof *ch->tag * net->nslots);
         ch->got = calloc(net->nslots, sizeof *ch->got);
-        ch->place = calloc(net->nslots, sizeof *ch->place);
         ch->want = malloc(sizeof *ch->want * net->nslots);
-        if (!ch->tag || !ch->got || !ch->place || !ch->want)
+        if (!ch->tag || !ch->got || !ch->want)
             return ORB_ERR_NO_MEMORY;
         for (uint32_t k = 0; k < net->nslots; k++) {
             ch->tag[k] = UINT64_MAX;
@@ -347,7 +346,6 @@ void orb_tcp_destroy(orb_tcp_t *net)
                 munmap(ch->rx.slots, ch->rx.stride * ch->rx.nslots);
             free(ch->tag);
             free(ch->got);
-            free(ch->place);
             free(ch->want);
         }
     if (pieces)

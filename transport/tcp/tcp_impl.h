@@ -85,7 +85,6 @@ struct orb_tcp_chan {
     uint64_t rx_head; /* slots published */
     uint64_t *tag;    /* per slot: the piece its byte count belongs to */
     uint32_t *got;    /* per slot: payload bytes arrived */
-    char **place;     /* per slot: where its payload goes when not into the slot (NULL: the slot) */
     orb_tcp_want_t *want; /* per slot: the receiver's request for a position there */
     uint64_t placed, pieces; /* pieces written straight to the receiver's buffer, of all taken */
 };

@@ -167,14 +167,13 @@ static void tcp_recv_place(orb_conn_t *c, const orb_place_t *want, int n)
         atomic_store_explicit(&ch->want[i].pos, UINT64_MAX, memory_order_relaxed);
     for (int k = 0; k < ch->nsocks; k++) {
         orb_tcp_sock_t *s = &ch->socks[k];
-        const size_t i = s->rx_seq % ch->rx.nslots;
-        if (s->rx_busy && ch->place[i]) {
-            orb_slot_hdr_t *h = (orb_slot_hdr_t *)(ch->rx.slots + i * ch->rx.stride);
-            s->rx_dst = (char *)(h + 1) + (s->rx_dst - ch->place[i]);
-        }
+        const orb_slot_hdr_t *h = (orb_slot_hdr_t *)(ch->rx.slots + (s->rx_seq % ch->rx.nslots) * ch->rx.stride);
+        if (s->rx_busy && (h->flags & ORB_PIECE_PLACED))
+            s->rx_dst = (char *)(h + 1) + (s->rx_dst - (char *)(uintptr_t)h->addr);
     }
-    for (uint32_t i = 0; i < ch->rx.nslots; i++)
-        ch->place[i] = NULL;
+    for (uint32_t i = 0; i < ch->rx.nslots; i++) /* pieces begun: their stripes still to come go to the slot */
+        if (ch->tag[i] != UINT64_MAX)
+            ((orb_slot_hdr_t *)(ch->rx.slots + i * ch->rx.stride))->flags &= ~ORB_PIECE_PLACED;
     orb_tcp_unlock(&ch->rx_lock);
     if (atomic_exchange(&ch->skipped_rx, 0))
         orb_tcp_kick(ch->net);

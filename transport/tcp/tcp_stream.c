@@ -205,11 +205,11 @@ static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
         ch->tag[i] = seq;
         ch->got[i] = 0;
         *h = f.hdr;
-        ch->place[i] = place_for(ch, seq, &f.hdr);
+        char *to = place_for(ch, seq, &f.hdr);
         ch->pieces++;
-        if (ch->place[i]) {
+        if (to) { /* the header says so to the executor, and to the piece's later stripes */
             h->flags |= ORB_PIECE_PLACED;
-            h->addr = (uint64_t)(uintptr_t)ch->place[i];
+            h->addr = (uint64_t)(uintptr_t)to;
             ch->placed++;
         }
     } else if (h->nbytes != f.hdr.nbytes) {
@@ -223,7 +223,7 @@ static int rx_claim(orb_tcp_chan_t *ch, orb_tcp_sock_t *s)
     int big = f.hdr.nbytes >= ORB_TCP_BIG_BYTES;
     if (atomic_load_explicit(&ch->net->big, memory_order_relaxed) != big)
         atomic_store_explicit(&ch->net->big, big, memory_order_relaxed);
-    s->rx_dst = (ch->place[i] ? ch->place[i] : (char *)(h + 1)) + f.off;
+    s->rx_dst = ((h->flags & ORB_PIECE_PLACED) ? (char *)(uintptr_t)h->addr : (char *)(h + 1)) + f.off;
     s->rx_busy = 1;
     return 1;
 }

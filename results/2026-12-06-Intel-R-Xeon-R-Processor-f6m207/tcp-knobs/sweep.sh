@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # alternating env variants of orbit's 2-host all-reduce (netns, 1 rank each): medians
+here=$(cd "$(dirname "$0")" && pwd)
 cd "$(dirname "$0")/../../.." # the repository root
 . tests/net/netns_lib.sh
 orbtest_setup 2 "" "" || { echo "skip: $ORBTEST_SKIP"; exit 77; }
@@ -14,13 +15,4 @@ for ((r=1;r<=reps;r++)); do
     orbtest_job torchrun 1 900 $out/log.$tag.$r $v -- "$PWD/build/bench/allreduce_bench" --backend custom --size $sizes --factor 8 --iters 60 --no-inplace --json $out/$tag.$r.json >/dev/null 2>&1 || echo "run $tag failed"
   done
 done
-python3 - $out <<'PY'
-import glob,json,statistics,sys,collections,os
-d=collections.defaultdict(lambda: collections.defaultdict(list))
-for f in glob.glob(sys.argv[1]+'/*.json'):
-    tag=os.path.basename(f).rsplit('.',2)[0]
-    for l in open(f):
-        r=json.loads(l); d[tag][r['size']].append(r['time_us'])
-for tag in sorted(d):
-    print(f"{tag:40s}", "  ".join(f"{s>>10}K:{statistics.median(v):8.1f}us({len(v)})" for s,v in sorted(d[tag].items())))
-PY
+python3 "$here"/../tcp-place/summ.py "$out"

@@ -4,6 +4,7 @@
 # H network namespaces (2 unless set), 1 rank each, real TCP; REPS rounds, the variants' order rotating each
 # round; prints each variant's median time per size and, for two variants, their ratio.
 coll=$1; sizes=$2; reps=$3; out=$4; shift 4
+here=$(cd "$(dirname "$0")" && pwd)
 cd "$(dirname "$0")/../../.." # the repository root (netns_lib.sh)
 . tests/net/netns_lib.sh
 orbtest_setup ${H:-2} "" "" || { echo "skip: $ORBTEST_SKIP"; exit 77; }
@@ -18,17 +19,4 @@ for ((r=1;r<=reps;r++)); do
     orbtest_job torchrun 1 900 $out/log.$tag.$r "${ev[@]}" -- "$b/bench/${coll}_bench" --backend custom --size $sizes --factor ${F:-8} --iters ${ITERS:-60} --no-inplace --json $out/$tag.$r.json >/dev/null 2>&1 || echo "run $tag failed"
   done
 done
-python3 - $out <<'PY'
-import glob,json,statistics,sys,collections,os
-d=collections.defaultdict(lambda: collections.defaultdict(list))
-for f in glob.glob(sys.argv[1]+'/*.json'):
-    tag=os.path.basename(f).rsplit('.',2)[0]
-    for l in open(f):
-        r=json.loads(l); d[tag][r['size']].append(r['time_us'])
-tags=sorted(d)
-for tag in tags:
-    print(f"{tag:30s}", "  ".join(f"{s>>10}K:{statistics.median(v):8.1f}us({len(v)})" for s,v in sorted(d[tag].items())))
-if len(tags)==2:
-    a,b=tags
-    print(f"{b}/{a}:", "  ".join(f"{s>>10}K:{statistics.median(d[b][s])/statistics.median(d[a][s]):.3f}" for s in sorted(d[a])))
-PY
+python3 "$here"/summ.py "$out"
