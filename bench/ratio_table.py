@@ -3,17 +3,28 @@
 bench/host_suite.sh prints): for every collective the suite ran, the medians of its
 alternating runs (bench/compare.sh folders: custom.N.json and mpi.N.json, nccl-tests rows),
 as orbit/MPI busbw at the large sizes (above 1: orbit ahead; goal 1.5) and orbit/MPI time at
-8 B-4 KiB (the worst size; below 1: orbit ahead; goal 1), out-of-place. For all-reduce and
-reduce-scatter also orbit's busbw as a share of the memory bound (goal 90% at 16 MiB and
-above), from bench/membw's copy and a+b->c run on as many threads as there are ranks:
+8 B-4 KiB (the worst size; below 1: orbit ahead; goal 1), out-of-place. From 16 MiB on, the
+collectives in which every rank does the same work, orbit's busbw and Open MPI's, also as a
+share of the memory bound (goal for all-reduce and reduce-scatter: 90%), from bench/membw's
+copy and a+b->c run on as many threads as there are ranks (they share the memory). The bound is
+the time a rank's least memory traffic takes at those rates; the slots or pages between ranks
+stay in the caches, and what a rank sends, it reads from memory itself:
 
-  A rank must at least read its input once and write its output once; the slots between
-  ranks stay in the caches. All-reduce on n ranks: reads S, writes S (a copy's mix, one byte
-  read per byte written): t >= S / copy. Reduce-scatter (S each rank's whole input, S/n its
-  output): reads S, writes S/n; at n = 2 that is an a+b->c's mix (two bytes read per byte
-  written): t >= (S/2) / add; above 2 ranks the reads dominate and the bound is S/n / add,
-  which overstates the time the reads need (a looser bound). The bound busbw is the
-  measured busbw scaled by t_measured / t_bound.
+  copy mix (one byte read per byte written, t >= bytes written / copy): all-reduce (reads S,
+  writes S), all-gather, all-to-all and send/recv (each writes S, the whole output, and reads
+  as much: its own block to keep and the blocks it sends).
+  a+b->c mix (two bytes read per byte written, t >= bytes written / add): reduce-scatter at
+  n = 2 (reads S, writes S/2); above 2 ranks the reads dominate and the bound, still bytes
+  written / add, understates them (looser).
+
+Rooted collectives get no line: their ranks split the work unevenly, and the others can do
+part of the root's reading (a broadcast's root reads into the slots, its receivers only write),
+so no one rank's traffic bounds the call. The bound busbw is the measured busbw scaled by
+t_measured / t_bound. Open MPI's share says how far orbit can get ahead of it at that size: at
+most 1 / share if orbit reached the bound (a goal of 1.5x Open MPI cannot be met where Open MPI
+is above 67% of the bound). membw's arrays are larger than the caches: where a call's buffers
+still fit in them, a share above 100%, orbit's or Open MPI's, says the memory is not what
+bounds it there, and the line says so instead of a ceiling.
 
 With --near NS only the runs whose bench/c2c brackets (runs-cores.txt, compare.sh) are both
 under NS ns count, orbit's and Open MPI's alike: a VM's two vCPUs spend spells on cores that
@@ -93,9 +104,14 @@ def membw(path):
     return (float(c.group(1)), float(a.group(1))) if c and a else None
 
 
+COPY_MIX = ("allreduce", "allgather", "alltoall", "sendrecv")
+
+
 def bound_time_us(coll, size, n, bw):
+    """The least time a rank's memory traffic takes (module doc); None for a rooted collective
+    or one it does not know."""
     copy, add = bw
-    if coll == "allreduce":
+    if coll in COPY_MIX:
         return size / (copy * 1e3)
     if coll == "reduce_scatter":
         return size / n / (add * 1e3)
@@ -144,7 +160,8 @@ def main():
     print("# busbw ratio at each large size (goal >= 1.5); time ratio: the worst of 8 B-4 KiB (goal <= 1)")
     if bw:
         print(f"# memory bound from bench/membw on this machine: copy {bw[0]:.2f} GB/s, a+b->c {bw[1]:.2f} GB/s "
-              "a thread with one per rank running; 'bound' = orbit busbw / bound busbw (goal >= 90% from 16 MiB)")
+              "a thread with one per rank running; a share of the bound = busbw / bound busbw (goal >= 90% from 16 MiB "
+              "for all-reduce and reduce-scatter)")
     print("# cores ns: bench/c2c's round trip between the two CPUs before and after the collective's runs, and each run "
           "(tens of ns: they share a cache; several times that: they do not, and shared-memory figures move with it)")
     head = (f"{'collective':<15}" + "".join(f"{label(s):>10}" for s in LARGE) + f"{'8B-4KiB time':>14}{'worst at':>10}"
@@ -165,12 +182,16 @@ def main():
                 cells.append(f"{cb / mb:>9.2f}x" if mb > 0 else f"{'-':>10}")
             else:
                 cells.append(f"{'-':>10}")
-            if bw and c and s >= 16 << 20:
-                tb = bound_time_us(coll, s, n, bw)
-                if tb:
-                    t, b = median_row(c)
-                    bound_lines.append(f"  {coll} {label(s)}: orbit {b:.2f} GB/s busbw, bound {b * t / tb:.2f} GB/s: "
-                                       f"{tb / t * 100:.0f}%")
+            tb = bound_time_us(coll, s, n, bw) if bw and c and s >= 16 << 20 else None
+            if tb:
+                t, b = median_row(c)
+                line = (f"  {coll} {label(s)}: bound {b * t / tb:.2f} GB/s busbw; orbit {b:.2f} GB/s, "
+                        f"{tb / t * 100:.0f}%")
+                if m:
+                    mt, mb = median_row(m)
+                    line += f"; Open MPI {mb:.2f} GB/s, {tb / mt * 100:.0f}%: " + (
+                        f"orbit/MPI at most {mt / tb:.2f}x" if mt >= tb and t >= tb else "the caches serve it, no ceiling")
+                bound_lines.append(line)
         worst, at = None, None
         for (backend, s, ip), vals in rows.items():
             if backend != "custom" or ip or s > SMALL_MAX:
@@ -188,7 +209,7 @@ def main():
             kept = f"{f'{c[0]}/{c[1]} {m[0]}/{m[1]}':>14}"
         print(f"{coll:<15}" + "".join(cells) + small + f"{cores(by_coll[coll]):>12}" + kept)
     if bound_lines:
-        print("# against the memory bound:")
+        print("# against the memory bound (a rank's least traffic at membw's rates; module doc):")
         print("\n".join(bound_lines))
     return 0
 

@@ -17,7 +17,10 @@
  *   test_tcp place     pieces the receiver asked for (recv_place) land at its addresses, whole,
  *                      striped or not; pieces of another size or call, flagged, not asked
  *                      for, or asked for and withdrawn stay in their slots; nothing else
- *                      is written to the buffer
+ *                      is written to the buffer. Then a request withdrawn halfway through its
+ *                      piece (the test writes the frames on the socket itself and stops in the
+ *                      middle): the rest of the piece, the stripe begun and a later one, goes to
+ *                      its slot, and the buffer keeps only what came before the withdrawal
  *   test_tcp errors    a posted error reaches on_error; a peer that leaves in good order is
  *                      lost only to a rank that waits for it; a crashed one at once (< 5 s)
  *   test_tcp handshake strangers at the listener are dropped; a settings mismatch fails both
@@ -39,6 +42,7 @@
 #include "core/clock.h"
 #include "tests/common/exec_stubs.h"
 #include "transport/tcp/tcp.h"
+#include "transport/tcp/tcp_impl.h" /* the withdrawal check writes frames on a data socket itself */
 #include "transport/tcp/tcp_wire.h"
 
 #define NCH 2
@@ -760,6 +764,106 @@ static orb_slot_hdr_t *place_next(orb_conn_t *rc)
     return NULL;
 }
 
+/* Write all of [p, p + n) to a blocking-or-not socket (10 s at most); 0 on success. */
+static int write_all(int fd, const void *p, size_t n)
+{
+    for (double t0 = orb_now(); n && orb_now() - t0 < 10;) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p = (const char *)p + w;
+            n -= (size_t)w;
+        } else {
+            usleep(100);
+        }
+    }
+    return n ? -1 : 0;
+}
+
+/* A withdrawal (recv_place with n < 0: the call failed and returns) while a piece is halfway
+ * into the caller's buffer. The transport's own sender cannot be stopped mid-piece, so the
+ * test writes the frames on rank 1's data socket itself: the piece at position 0 in two frames
+ * of half its size each, the first cut after WD_CUT bytes. Once those bytes are in the buffer
+ * (the receiver is then inside the first frame, its request taken), rank 0 withdraws, and only
+ * then does the rest come. What must hold: the piece arrives whole in size and not flagged
+ * placed; what came after the withdrawal, the first frame's rest (the stripe that was writing
+ * into the buffer) and the second frame (a stripe begun after it), is in the slot; the buffer
+ * holds the first WD_CUT bytes and nothing past them. */
+#define WD_CUT 40000u
+
+static int place_withdrawn_midway(void)
+{
+    side_t a, b;
+    if (make_pair(&a, &b, 8, PLACE_SLOT) != 0) {
+        check(0, "connect a pair");
+        return 1;
+    }
+    orb_conn_t *rc = &a.recv[1 * NCH + 0];
+    const orb_tcp_chan_t *sch = &b.net->chans[(size_t)b.net->peer_index[0] * NCH + 0];
+    const int fd = sch->socks[0].fd;
+    const uint32_t bytes = PLACE_SLOT, half = PLACE_SLOT / 2;
+    uint8_t *dst = malloc(PLACE_SLOT), *payload = malloc(PLACE_SLOT);
+    if (!dst || !payload) {
+        check(0, "memory for the buffer");
+        return 1;
+    }
+    memset(dst, 0x5a, PLACE_SLOT);
+    for (size_t i = 0; i < bytes; i++)
+        payload[i] = place_byte(3, i);
+    const orb_slot_hdr_t hdr = {.seq = 9, .nbytes = bytes, .sender = 1};
+    orb_place_t w = {.pos = rc->pos, .call = 9, .dst = (char *)dst, .bytes = bytes};
+    rc->ops->recv_place(rc, &w, 1);
+    orb_tcp_frame_t f1 = {.magic = ORB_TCP_FRAME_MAGIC, .len = half, .off = 0, .seq = (uint32_t)rc->pos, .hdr = hdr};
+    orb_tcp_frame_t f2 = f1;
+    f2.off = half;
+    int ok = write_all(fd, &f1, sizeof f1) == 0 && write_all(fd, payload, WD_CUT) == 0;
+    /* The receiver has taken the first WD_CUT bytes when its stripe has half - WD_CUT left to
+     * read; the rx lock, under which it reads, orders its writes before the test's look. */
+    orb_tcp_chan_t *rch = &a.net->chans[(size_t)a.net->peer_index[1] * NCH + 0];
+    const orb_tcp_sock_t *rs = &rch->socks[0];
+    int arrived = 0;
+    for (double t0 = orb_now(); ok && !arrived && orb_now() - t0 < 10;) {
+        if (orb_tcp_trylock(&rch->rx_lock)) {
+            arrived = rs->rx_busy && rs->rx_left == half - WD_CUT && memcmp(dst, payload, WD_CUT) == 0;
+            orb_tcp_unlock(&rch->rx_lock);
+        }
+        if (!arrived)
+            usleep(200);
+    }
+    check(arrived, "the first bytes of a requested piece go straight into the buffer");
+    rc->ops->recv_place(rc, NULL, -1);
+    ok = ok && arrived && write_all(fd, payload + WD_CUT, half - WD_CUT) == 0 && write_all(fd, &f2, sizeof f2) == 0 &&
+         write_all(fd, payload + half, half) == 0;
+    check(ok, "the test writes the frames on the socket");
+    orb_slot_hdr_t *h = ok ? place_next(rc) : NULL;
+    check(h != NULL, "the piece withdrawn halfway arrives");
+    if (h) {
+        size_t wrong = 0;
+        for (size_t i = WD_CUT; i < bytes; i++)
+            wrong += ((const uint8_t *)(h + 1))[i] != payload[i];
+        char what[256];
+        snprintf(what, sizeof what,
+                 "withdrawn halfway: %u bytes (want %u), flags %u (want 0: not placed), %zu of the bytes "
+                 "after the withdrawal wrong in the slot",
+                 h->nbytes, bytes, h->flags, wrong);
+        check(h->nbytes == bytes && h->flags == 0 && wrong == 0, what);
+        rc->ops->recv_release(rc);
+    }
+    size_t stray = 0, first = SIZE_MAX;
+    for (size_t i = 0; i < PLACE_SLOT; i++)
+        if (dst[i] != (i < WD_CUT ? payload[i] : 0x5a) && stray++ == 0)
+            first = i;
+    char what[200];
+    snprintf(what, sizeof what,
+             "after the withdrawal nothing lands in the buffer (%zu bytes wrong, the first at %zu; %u came before)",
+             stray, first, WD_CUT);
+    check(stray == 0, what);
+    orb_tcp_destroy(a.net);
+    orb_tcp_destroy(b.net);
+    free(dst);
+    free(payload);
+    return 0;
+}
+
 /* Rank 0 asks for positions 0..5 of channel 0 to go to its buffer, then rank 1 sends: the
  * pieces that match the request (call, size, no flag but the handshake's) land there, whole,
  * at their addresses, stripes and all; one of another size, of another call, or flagged late
@@ -861,7 +965,7 @@ static int mode_place(void)
     orb_tcp_destroy(a.net);
     orb_tcp_destroy(b.net);
     free(dst);
-    return 0;
+    return place_withdrawn_midway();
 }
 
 int main(int argc, char **argv)

@@ -3,7 +3,12 @@
 alternating runs a backend, as bench/compare.sh leaves them: custom.N.json, mpi.N.json and
 runs-cores.txt), one orbit run and one Open MPI run far (c2c brackets over 150 ns), each far run
 the slowest of its kind. The table over every run, and with --near 150 over the near ones only,
-must give the ratios below; a bad --near names itself. Usage: check_ratio_table.py RATIO_TABLE_PY"""
+must give the ratios below; a bad --near names itself. With a bench/membw output beside it, the
+shares of the memory bound at 16 MiB and up, orbit's and Open MPI's, and the ceiling that Open
+MPI's share puts on orbit/MPI, for collectives of each traffic model (all-reduce and all-to-all:
+the copy mix of the whole buffer; reduce-scatter: the a+b->c mix of a rank's block), and no line
+for a rooted collective (scatter).
+Usage: check_ratio_table.py RATIO_TABLE_PY"""
 import json
 import os
 import re
@@ -23,19 +28,24 @@ want_all = (f"{210 / 110:.2f}x", f"{0.3 / 0.2:.2f}x")
 want_near = (f"{205 / 105:.2f}x", f"{0.25 / 0.15:.2f}x")
 
 
-def row(size, t):
-    return {"coll": "allreduce", "size": size, "count": size // 4, "dtype": "float32", "nranks": 2,
+def row(size, t, coll="allreduce"):
+    return {"coll": coll, "size": size, "count": size // 4, "dtype": "float32", "nranks": 2,
             "inplace": False, "time_us": t, "algbw": size / t / 1e3, "busbw": size / t / 1e3}
 
 
-def table(d, *extra):
-    r = subprocess.run([sys.executable, tool, *extra, d], capture_output=True, text=True)
+def run(d, *extra, membw=None):
+    r = subprocess.run([sys.executable, tool, *extra, d] + ([membw] if membw else []), capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout + r.stderr)
         sys.exit("FAIL: ratio_table.py %s exited %d" % (" ".join(extra), r.returncode))
-    line = [l for l in r.stdout.splitlines() if l.startswith("allreduce ")]
+    return r.stdout
+
+
+def table(d, *extra):
+    out = run(d, *extra)
+    line = [l for l in out.splitlines() if l.startswith("allreduce ")]
     if len(line) != 1:
-        print(r.stdout)
+        print(out)
         sys.exit("FAIL: no allreduce row")
     return line[0]
 
@@ -65,6 +75,38 @@ with tempfile.TemporaryDirectory() as d:
     check(line, want_near, "near runs")
     if not re.search(r"\b2/3 2/3$", line):
         sys.exit("FAIL: the runs column should say 2/3 2/3 (kept / made): %r" % line)
+    # the memory bound: copy 4 GB/s, a+b->c 2 GB/s a thread (bytes written a second)
+    membw = os.path.join(d, "8-membw.txt")
+    with open(membw, "w") as f:
+        f.write("copy_gbps 4.000  (traffic 8.000 GB/s per thread)\nadd_gbps 2.000  (traffic 6.000 GB/s per thread)\n")
+    M = 64 << 20
+    for coll, t_orbit, t_mpi in (("alltoall", 20000.0, 25000.0), ("reduce_scatter", 10000.0, 40000.0),
+                                 ("scatter", 10000.0, 20000.0)):
+        folder = os.path.join(d, "2-" + coll)
+        os.mkdir(folder)
+        for backend, t in (("custom", t_orbit), ("mpi", t_mpi)):
+            with open(os.path.join(folder, "%s.1.json" % backend), "w") as f:
+                f.write(json.dumps(row(M, t, coll)) + "\n")
+    out = run(d, membw=membw)
+    # all-reduce 16 MiB: t >= S / copy = 4194.3 us, orbit 110 us and Open MPI 210 us (the caches serve)
+    # all-to-all 64 MiB: t >= S / copy = 16777.2 us: orbit 84%, Open MPI 67%, ceiling 25000 / 16777.2
+    # reduce-scatter 64 MiB at 2 ranks: t >= S/2 / add = 16777.2 us: orbit 168% (the caches: no ceiling), Open MPI 42%
+    tb_ar, tb_aa, tb_rs = S / 4e3, M / 4e3, M / 2 / 2e3  # the bound times in us
+    # a row's busbw here is its algbw (row()); the bound's busbw is that scaled by t / tb
+    want = [f"allreduce 16 MiB: bound {S / tb_ar / 1e3:.2f} GB/s busbw; orbit {S / 110 / 1e3:.2f} GB/s, "
+            f"{tb_ar / 110 * 100:.0f}%; Open MPI {S / 210 / 1e3:.2f} GB/s, {tb_ar / 210 * 100:.0f}%: the caches serve it",
+            f"alltoall 64 MiB: bound {M / tb_aa / 1e3:.2f} GB/s busbw; orbit {M / 2e4 / 1e3:.2f} GB/s, 84%; "
+            f"Open MPI {M / 2.5e4 / 1e3:.2f} GB/s, 67%: orbit/MPI at most {2.5e4 / tb_aa:.2f}x",
+            f"reduce_scatter 64 MiB: bound {M / tb_rs / 1e3:.2f} GB/s busbw; orbit {M / 1e4 / 1e3:.2f} GB/s, 168%; "
+            f"Open MPI {M / 4e4 / 1e3:.2f} GB/s, 42%: the caches serve it, no ceiling"]
+    if "  scatter " in out:
+        print(out)
+        sys.exit("FAIL: the memory bound: a rooted collective (scatter) has a line")
+    for w in want:
+        if w not in out:
+            print(out)
+            sys.exit("FAIL: the memory bound: no line has %r" % w)
+    print("memory bound:", *want, sep="\n  ")
     r = subprocess.run([sys.executable, tool, "--near", "x", d], capture_output=True, text=True)
     if r.returncode != 2 or "--near takes a positive number" not in r.stderr:
         sys.exit("FAIL: --near x gave %d, %r" % (r.returncode, r.stderr))
