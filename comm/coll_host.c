@@ -28,13 +28,14 @@ static size_t scratch_need(const orb_prepared_t *p)
 
 /* Does the call write its output past the caches (comm_cache.c)? From the whole cache's size,
  * or sooner (c->stream_copy_bytes, never above it) when it writes an output of its own that it
- * never reads (orb_stream_copy_call): a small call, every latency call, is told by one compare. */
+ * never reads (orb_stream_copy_span): a small call, every latency call, is told by two compares. */
 static int stream_out(const struct orb_comm *c, const orb_prepared_t *p)
 {
-    const size_t esz = orb_dtype_bytes(p->a.dtype), ob = p->plan->out_count * esz;
-    return ob >= c->stream_copy_bytes &&
-           (ob >= orb_comm_stream_bytes() ||
-            orb_stream_copy_call(p->a.coll, p->in, p->plan->in_count * esz, p->out, ob));
+    const size_t esz = orb_dtype_bytes(p->a.dtype), ob = p->plan->out_count * esz, ib = p->plan->in_count * esz;
+    if (ob < c->stream_copy_bytes && ib < c->stream_copy_bytes)
+        return 0;
+    return ob >= orb_comm_stream_bytes() ||
+           orb_stream_copy_span(p->a.coll, p->in, ib, p->out, ob) >= c->stream_copy_bytes;
 }
 
 /* Field by field, not zeroed whole: an operation is some 450 bytes, most of them per-lane

@@ -10,10 +10,13 @@
  *   1.5x at 8 MiB, docs/perf.md). All-gather and gather in place as well (1.2-2.0x at 8-16
  *   MiB): what they write, the other ranks' blocks, they never read. Other calls in place read
  *   what they write, or find it in the cache at the next call (all-to-all in place at 8 MiB
- *   streamed: 0.44x; broadcast 0.73-1.14x; reduce 0.32x), and reduce and reduce-scatter, whose
- *   ranks write a share of the output, lost or gained nothing out of place (reduce 8 MiB
- *   0.88x): those stream from the whole cache's size. It only changes how a rank writes its
- *   own memory, so ranks need not agree on it.
+ *   streamed: 0.44x; broadcast 0.73-1.14x; reduce 0.32x): those stream from the whole cache's
+ *   size. Reduce and reduce-scatter out of place stream once their input reaches the same
+ *   size: the input, read beside the output (n times a reduce-scatter's), is what fills the
+ *   cache. On the Intel VM (300 MiB L3: from 37.5 MiB) 64 MiB calls took 0.90x (reduce) and
+ *   0.94x (reduce-scatter) of the time, and streaming from 4 MiB instead cost 1.13-1.18x at
+ *   4-16 MiB (docs/perf.md); on the Zen 4 VM reduce 8 MiB streamed took 0.88x. It only changes
+ *   how a rank writes its own memory, so ranks need not agree on it.
  * - single-copy reads (transport/cma.h): up to about the L2 cache's size a copy through a
  *   slot, both ranks copying at once from the caches, beats a system call that pins the
  *   sender's pages and copies alone (2-rank calls of 512 KiB on a 512 KiB-L2 Zen 1: even or
@@ -103,13 +106,15 @@ size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks)
     return share > floor ? share : floor < llc ? floor : llc;
 }
 
-int orb_stream_copy_call(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes)
+size_t orb_stream_copy_span(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes)
 {
-    if ((orb_coll_reduces(coll) && coll != ORB_COLL_ALLREDUCE) || coll == ORB_COLL_BARRIER || !out || !out_bytes)
+    if (coll == ORB_COLL_BARRIER || !out || !out_bytes)
         return 0;
     if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_GATHER)
-        return 1; /* in place too: the rank's own block is where it goes, the others only written */
-    return in != out && !orb_ranges_overlap(in, in_bytes, out, out_bytes);
+        return out_bytes; /* in place too: the rank's own block is where it goes, the others only written */
+    if (in == out || orb_ranges_overlap(in, in_bytes, out, out_bytes))
+        return 0;
+    return coll == ORB_COLL_REDUCE || coll == ORB_COLL_REDUCE_SCATTER ? in_bytes : out_bytes;
 }
 
 void orb_comm_stream_setup(struct orb_comm *c)
@@ -121,8 +126,8 @@ void orb_comm_stream_setup(struct orb_comm *c)
     if (c->stream_copy_bytes > whole) /* never later than the others (coll_host.c tests it first) */
         c->stream_copy_bytes = whole;
     if (c->stream_copy_bytes != SIZE_MAX && env == 0)
-        ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes "
-                 "(a quarter of the last-level cache's share of %d rank%s on this host, at least twice the L2)",
+        ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes, and "
+                 "reductions into one from that much input (a quarter of the last-level cache's share of %d rank%s on this host, at least twice the L2)",
                  c->rank, c->stream_copy_bytes, host_ranks, host_ranks > 1 ? "s" : "");
 }
 

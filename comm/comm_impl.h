@@ -57,8 +57,8 @@ struct orb_comm {
     uint32_t nsmall; /* small slots per shared-memory FIFO (transport/shm/shm.h) */
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t cma_upto;  /* ... and less than this (at most orb_comm_stream_bytes: streamed calls copy) */
-    size_t stream_copy_bytes; /* outputs of the calls orb_stream_copy_call names bypass the caches
-                               * from this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
+    size_t stream_copy_bytes; /* outputs bypass the caches where orb_stream_copy_span reaches
+                               * this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
                                * from which the others do */
     size_t eager_bytes; /* send/recv of at most this many bytes take the eager path (0: none; comm_health.c) */
     uint32_t eager_colls; /* bit ORB_COLL_*: which take it: send and recv, and where their pieces
@@ -191,14 +191,17 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
 orb_status_t orb_comm_slot_stores_setup(struct orb_comm *c, char *err, size_t errlen);
 /* Output bytes from which a call's output bypasses the caches (comm_cache.c); SIZE_MAX: never. */
 size_t orb_comm_stream_bytes(void);
-/* Output bytes from which a call that orb_stream_copy_call names bypasses the caches:
+/* The size (orb_stream_copy_span's) from which a call's output bypasses the caches:
  * ORBIT_STREAM_BYTES when set (> 0), else a quarter of the last-level cache's share of
  * host_ranks ranks, at least twice the L2 and at most the whole cache; SIZE_MAX: never. */
 size_t orb_stream_copy_bytes(double env, size_t llc, size_t l2, int host_ranks);
-/* Does a call write an output of its own that it never reads (comm_cache.c)? Copies with input
- * and output apart, the all-reduce likewise, all-gather and gather in place too; not reduce,
- * reduce-scatter, the barrier, nor other calls in place. */
-int orb_stream_copy_call(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes);
+/* The bytes that decide whether a call's output bypasses the caches from orb_stream_copy_bytes
+ * (comm_cache.c), or 0: it waits for the whole cache's size. A call that writes an output of its
+ * own and never reads it: copies with input and output apart and the all-reduce likewise, by
+ * their output; all-gather and gather in place too; reduce and reduce-scatter with input and
+ * output apart by their input, which they read beside it (n times the reduce-scatter's output).
+ * 0 for the barrier and other calls in place. */
+size_t orb_stream_copy_span(orb_coll_t coll, const void *in, size_t in_bytes, const void *out, size_t out_bytes);
 /* c->stream_copy_bytes for this rank's host, logged at INFO (comm_cache.c). */
 void orb_comm_stream_setup(struct orb_comm *c);
 /* Input bytes from which a call sends pieces as addresses (comm_cache.c); 0: never. */

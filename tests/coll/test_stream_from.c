@@ -1,5 +1,6 @@
-/* From which output size a call writes past the caches (comm/comm_cache.c): the size a call
- * that copies, or all-reduces, into an output of its own streams from, and which calls those are. Pure
+/* From which size a call writes past the caches (comm/comm_cache.c): the size a call that
+ * copies, all-reduces or reduces into an output of its own streams from, and which calls those
+ * are, with the bytes that decide it (the output; a reduction's input). Pure
  * functions, checked against figures worked out by hand from the rule in comm_impl.h (a
  * quarter of each host rank's share of the last-level cache, at least twice the L2, at most
  * the whole cache; ORBIT_STREAM_BYTES > 0 sets it, -1 never), so a changed rule fails here.
@@ -26,11 +27,11 @@ static void bytes_case(double env, size_t llc, size_t l2, int host_ranks, size_t
 }
 
 static void call_case(const char *what, orb_coll_t coll, const void *in, size_t in_bytes, const void *out,
-                      size_t out_bytes, int want)
+                      size_t out_bytes, size_t want)
 {
-    const int got = orb_stream_copy_call(coll, in, in_bytes, out, out_bytes);
+    const size_t got = orb_stream_copy_span(coll, in, in_bytes, out, out_bytes);
     if (got != want) {
-        printf("FAIL orb_stream_copy_call: %s: %d, want %d\n", what, got, want);
+        printf("FAIL orb_stream_copy_span: %s: %zu, want %zu\n", what, got, want);
         failed = 1;
     }
 }
@@ -55,26 +56,32 @@ int main(void)
 
     static char buf[4096];
     char *a = buf, *b = buf + 1024;
-    call_case("broadcast, two buffers", ORB_COLL_BROADCAST, a, 1024, b, 1024, 1);
+    /* the bytes that decide (0: the whole cache's size does) */
+    call_case("broadcast, two buffers", ORB_COLL_BROADCAST, a, 1024, b, 1024, 1024);
     call_case("broadcast in place", ORB_COLL_BROADCAST, a, 1024, a, 1024, 0);
     call_case("broadcast, a non-root in place (no input counted)", ORB_COLL_BROADCAST, a, 0, a, 1024, 0);
-    call_case("broadcast, a non-root without an input buffer", ORB_COLL_BROADCAST, NULL, 0, b, 1024, 1);
-    call_case("all-gather, two buffers", ORB_COLL_ALLGATHER, a, 512, b, 1024, 1);
-    call_case("all-gather in place (input inside the output)", ORB_COLL_ALLGATHER, b + 512, 512, b, 1024, 1);
-    call_case("all-gather in place, rank 0 (input at the output's start)", ORB_COLL_ALLGATHER, b, 512, b, 1024, 1);
-    call_case("gather in place, the root", ORB_COLL_GATHER, b + 256, 256, b, 1024, 1);
+    call_case("broadcast, a non-root without an input buffer", ORB_COLL_BROADCAST, NULL, 0, b, 1024, 1024);
+    call_case("all-gather, two buffers", ORB_COLL_ALLGATHER, a, 512, b, 1024, 1024);
+    call_case("all-gather in place (input inside the output)", ORB_COLL_ALLGATHER, b + 512, 512, b, 1024, 1024);
+    call_case("all-gather in place, rank 0 (input at the output's start)", ORB_COLL_ALLGATHER, b, 512, b, 1024, 1024);
+    call_case("gather in place, the root", ORB_COLL_GATHER, b + 256, 256, b, 1024, 1024);
     call_case("all-to-all in place", ORB_COLL_ALLTOALL, a, 1024, a, 1024, 0);
+    call_case("scatter, the root, two buffers (its output decides)", ORB_COLL_SCATTER, a, 1024, b, 256, 256);
     call_case("scatter in place, the root", ORB_COLL_SCATTER, a, 1024, a + 256, 256, 0);
-    call_case("buffers that touch but do not overlap", ORB_COLL_SEND, a, 1024, a + 1024, 1024, 1);
+    call_case("buffers that touch but do not overlap", ORB_COLL_SEND, a, 1024, a + 1024, 1024, 1024);
     call_case("one byte in common", ORB_COLL_ALLTOALL, a, 1025, a + 1024, 1024, 0);
     call_case("output before input, one byte in common", ORB_COLL_SCATTER, a + 1023, 512, a, 1024, 0);
     call_case("gather, a non-root (no output)", ORB_COLL_GATHER, a, 512, NULL, 0, 0);
     call_case("an output of no bytes", ORB_COLL_RECV, a, 0, b, 0, 0);
-    call_case("all-reduce, two buffers", ORB_COLL_ALLREDUCE, a, 1024, b, 1024, 1);
+    call_case("all-reduce, two buffers", ORB_COLL_ALLREDUCE, a, 1024, b, 1024, 1024);
     call_case("all-reduce in place", ORB_COLL_ALLREDUCE, a, 1024, a, 1024, 0);
     call_case("all-reduce, output inside the input", ORB_COLL_ALLREDUCE, a, 2048, a + 512, 1024, 0);
-    call_case("reduce, two buffers", ORB_COLL_REDUCE, a, 1024, b, 1024, 0);
-    call_case("reduce-scatter, two buffers", ORB_COLL_REDUCE_SCATTER, a, 1024, b, 512, 0);
+    call_case("reduce, the root, two buffers (its input decides)", ORB_COLL_REDUCE, a, 1024, b, 1024, 1024);
+    call_case("reduce, a non-root (no output)", ORB_COLL_REDUCE, a, 1024, NULL, 0, 0);
+    call_case("reduce in place", ORB_COLL_REDUCE, a, 1024, a, 1024, 0);
+    call_case("reduce-scatter, two buffers (its input, 4 times the output)", ORB_COLL_REDUCE_SCATTER, a, 2048,
+              buf + 3072, 512, 2048);
+    call_case("reduce-scatter in place (output inside the input)", ORB_COLL_REDUCE_SCATTER, a, 2048, a + 512, 512, 0);
     call_case("barrier", ORB_COLL_BARRIER, a, 1, b, 1, 0);
 
     printf("%s\n", failed ? "stream-from: FAILED" : "stream-from: all cases passed");
