@@ -8,8 +8,9 @@
 #   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then no small ring) vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
-#   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and all-reduce and
-#      reduce-scatter against the memory bound from bench/membw (bench/ratio_table.py); then the
+#   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and the collectives whose
+#      ranks all do the same work against the memory bound from bench/membw, run before 1-2b and
+#      again here, the best of each figure (bench/ratio_table.py); then the
 #      same over the runs whose c2c brackets say near only (8-table-near.txt)
 #   8b. each collective's instructions a call at 8 B against Open MPI's, rank 0 and rank 1
 #      (bench/call_instr.sh -m: callgrind, free of the machine's noise; where a small call's
@@ -45,6 +46,11 @@ echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/b
 echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
 sections=" ${SECTIONS:-1 2 2b 3 4 5 5b 6 7 8 8b} "
 want() { [[ $sections == *" $1 "* ]]; }
+# The memory bound's rates before the collectives too (section 8 measures them after): a VM's
+# memory moves with its neighbours' load, and bench/ratio_table.py takes the best of the two.
+if want 1 || want 2 || want 2b; then
+  echo "# membw before the collectives: $("$build/bench/membw" --threads 2 | tee "$out/0-membw-before.txt" | grep -o '^copy_gbps [0-9.]*\|^add_gbps [0-9.]*' | tr '\n' ' ')"
+fi
 
 if want 1; then
 echo; echo "## 1. allreduce, 2 ranks, float32 sum, 8 B .. 256 MiB"
@@ -154,9 +160,9 @@ fi
 if want 8; then
   echo; echo "## 8. where orbit stands: ratios against Open MPI, and the memory bound"
   "$build/bench/membw" --threads 2 | tee "$out/8-membw.txt"
-  python3 bench/ratio_table.py "$out" "$out/8-membw.txt" | tee "$out/8-table.txt"
+  python3 bench/ratio_table.py "$out" "$out/0-membw-before.txt" "$out/8-membw.txt" | tee "$out/8-table.txt"
   # the same over the runs between cores that share a cache: what the code does, not the VM's spells
-  echo; python3 bench/ratio_table.py --near 150 "$out" "$out/8-membw.txt" | tee "$out/8-table-near.txt"
+  echo; python3 bench/ratio_table.py --near 150 "$out" "$out/0-membw-before.txt" "$out/8-membw.txt" | tee "$out/8-table-near.txt"
 fi
 
 if want 8b; then
