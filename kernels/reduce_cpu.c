@@ -69,7 +69,8 @@ static inline const struct orb_kernel_set *orb_kernel_set(void)
  * against 16.3 GB/s, the same with blocks of 1 to 64 KiB; from memory the two were even), and
  * that loop is the all-reduce ring's busiest step. Not for float16 and bfloat16, whose loops
  * are bound by their conversions: the second store costs them nothing and the copy does
- * (bfloat16 7.2 against 6.5 GB/s). A block is whole elements of every type. */
+ * (bfloat16 7.2 against 6.5 GB/s); nor for a piece of one block or less, the small calls'
+ * path, left as it was. A block is whole elements of every type. */
 #define ORB_DUAL_BLOCK_BYTES 4096u
 
 void orb_kernel_reduce(void *dst1, void *dst2, const void *a, const void *b, size_t n,
@@ -81,13 +82,14 @@ void orb_kernel_reduce(void *dst1, void *dst2, const void *a, const void *b, siz
         dst2 = NULL;
     int kop = op == ORB_AVG ? ORB_KOP_SUM : (int)op; /* ORB_SUM..ORB_MAX match ORB_KOP_* */
     const orb_kloop_t loop = orb_kernel_set()->loop[dtype][kop];
-    if (!dst2 || dtype == ORB_FLOAT16 || dtype == ORB_BFLOAT16) {
-        loop(dst1, dst2, a, b, n, postdiv);
+    const size_t esz = orb_dtype_bytes(dtype);
+    if (!dst2 || n * esz <= ORB_DUAL_BLOCK_BYTES || dtype == ORB_FLOAT16 || dtype == ORB_BFLOAT16) {
+        loop(dst1, dst2, a, b, n, postdiv); /* (one destination, or a small call's piece: as ever) */
         return;
     }
+    const size_t blk = ORB_DUAL_BLOCK_BYTES / esz;
     /* Exact aliasing only (a destination that is a source is the same elements): element i
      * of dst2 is written after element i of a and b was read, as in the one loop. */
-    const size_t esz = orb_dtype_bytes(dtype), blk = ORB_DUAL_BLOCK_BYTES / esz;
     for (size_t i = 0; i < n; i += blk) {
         const size_t m = n - i < blk ? n - i : blk, off = i * esz;
         loop((char *)dst1 + off, NULL, (const char *)a + off, (const char *)b + off, m, postdiv);
