@@ -127,7 +127,8 @@ void orb_comm_stream_setup(struct orb_comm *c)
         c->stream_copy_bytes = whole;
     if (c->stream_copy_bytes != SIZE_MAX && env == 0)
         ORB_INFO("rank %d: copies and all-reduces into an output of their own bypass the caches from %zu bytes, and "
-                 "reductions into one from that much input (a quarter of the last-level cache's share of %d rank%s on this host, at least twice the L2)",
+                 "reductions into one from that much input (a quarter of the last-level cache's share of %d rank%s "
+                 "on this host, at least twice the L2)",
                  c->rank, c->stream_copy_bytes, host_ranks, host_ranks > 1 ? "s" : "");
 }
 
