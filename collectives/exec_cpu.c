@@ -381,6 +381,18 @@ static char *step_dst(const orb_exec_op_t *o, const orb_step_t *s, unsigned prop
     return (char *)((s->flags & ORB_STEP_DST_SCRATCH) ? o->scratch : o->out) + (s->dst_off + done) * esz;
 }
 
+/* The elements of a step's next piece, `left` of the step still to go: what the slots of its
+ * connections hold (the receiving one and the sending one; either may be NULL). A divide only
+ * for pieces that fill a slot; place_ask cuts the pieces it asks for the same way. */
+static inline size_t piece_elems(size_t left, const orb_conn_t *rc, const orb_conn_t *sc, size_t esz)
+{
+    if (rc && left * esz > rc->slot_bytes) /* (no overflow: the front end checked count * esz) */
+        left = rc->slot_bytes / esz;
+    if (sc && left * esz > sc->slot_bytes)
+        left = sc->slot_bytes / esz;
+    return left;
+}
+
 /* May a piece of `bytes` for sc, from a buffer whose pieces may travel as addresses on
  * connections of the kinds in `allowed` (orb_exec_op_t.addr_in / addr_out), go as its address
  * instead of being copied into the slot? When the receiver can read us, or the transport sends
@@ -438,15 +450,12 @@ static void place_ask(const orb_exec_env_t *env, orb_exec_op_t *o, int nops, int
         const unsigned props = orb_step_props(s->kind);
         if (!(props & ORB_STEP_RECVS) || &env->recv[(size_t)s->recv_peer * nch + (size_t)ch] != rc)
             continue;
-        size_t per = rc->slot_bytes / esz; /* a piece's elements, as lane_progress cuts them */
-        if (props & ORB_STEP_SENDS) {
-            const size_t sp = env->send[(size_t)s->send_peer * nch + (size_t)ch].slot_bytes / esz;
-            per = sp < per ? sp : per;
-        }
+        const orb_conn_t *sc = (props & ORB_STEP_SENDS) ? &env->send[(size_t)s->send_peer * nch + (size_t)ch] : NULL;
         const size_t done = t == o->step[ch] ? o->done[ch] : 0;
         size_t left = s->count - done;
         char *dst = NULL;
-        if ((props & ~ORB_STEP_SENDS) == (ORB_STEP_RECVS | ORB_STEP_WRITES_DST) && per * esz >= PLACE_MIN_BYTES &&
+        if ((props & ~ORB_STEP_SENDS) == (ORB_STEP_RECVS | ORB_STEP_WRITES_DST) &&
+            piece_elems(SIZE_MAX / esz, rc, sc, esz) * esz >= PLACE_MIN_BYTES &&
             !((s->flags & ORB_STEP_POSTOP) && o->postdiv > 1)) {
             dst = step_dst(o, s, props, done, esz);
             if (lane_touches(o, lane, o->step[ch], t, (uintptr_t)dst, (uintptr_t)dst + left * esz, esz))
@@ -455,7 +464,7 @@ static void place_ask(const orb_exec_env_t *env, orb_exec_op_t *o, int nops, int
                 settle_under(o, dst, left * esz);
         }
         do { /* a step of count 0 still takes its (empty) piece */
-            const size_t n = left < per ? left : per;
+            const size_t n = piece_elems(left, rc, sc, esz);
             if (dst && n)
                 want[nw++] = (orb_place_t){.pos = pos, .call = o->sig.seq, .dst = dst, .bytes = n * esz};
             if (dst)
@@ -653,16 +662,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         size_t done = o->done[ch];
         size_t n = s->count - done;
         orb_conn_t *rc = NULL, *sc = NULL;
-        if (recv) {
+        if (recv)
             rc = &env->recv[(size_t)s->recv_peer * (size_t)nch + (size_t)ch];
-            if (n * esz > rc->slot_bytes) /* (no overflow: the front end checked count * esz) */
-                n = rc->slot_bytes / esz; /* a divide only for pieces that fill a slot */
-        }
-        if (send) {
+        if (send)
             sc = &env->send[(size_t)s->send_peer * (size_t)nch + (size_t)ch];
-            if (n * esz > sc->slot_bytes)
-                n = sc->slot_bytes / esz;
-        }
+        n = piece_elems(n, rc, sc, esz);
         /* The handshake's piece goes first on its connections (channel 0, ring neighbours);
          * everything else moves while it travels: a rooted call costs one hop, not a
          * round trip before its first piece. A disagreement still shows on both ends: in

@@ -82,7 +82,7 @@ void orb_kernel_reduce(void *dst1, void *dst2, const void *a, const void *b, siz
         dst2 = NULL;
     int kop = op == ORB_AVG ? ORB_KOP_SUM : (int)op; /* ORB_SUM..ORB_MAX match ORB_KOP_* */
     const orb_kloop_t loop = orb_kernel_set()->loop[dtype][kop];
-    const size_t esz = orb_dtype_bytes(dtype);
+    const size_t esz = dst2 ? orb_dtype_bytes(dtype) : 0; /* (looked up only for two destinations) */
     if (!dst2 || n * esz <= ORB_DUAL_BLOCK_BYTES || dtype == ORB_FLOAT16 || dtype == ORB_BFLOAT16) {
         loop(dst1, dst2, a, b, n, postdiv); /* (one destination, or a small call's piece: as ever) */
         return;

@@ -764,21 +764,6 @@ static orb_slot_hdr_t *place_next(orb_conn_t *rc)
     return NULL;
 }
 
-/* Write all of [p, p + n) to a blocking-or-not socket (10 s at most); 0 on success. */
-static int write_all(int fd, const void *p, size_t n)
-{
-    for (double t0 = orb_now(); n && orb_now() - t0 < 10;) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w > 0) {
-            p = (const char *)p + w;
-            n -= (size_t)w;
-        } else {
-            usleep(100);
-        }
-    }
-    return n ? -1 : 0;
-}
-
 /* A withdrawal (recv_place with n < 0: the call failed and returns) while a piece is halfway
  * into the caller's buffer. The transport's own sender cannot be stopped mid-piece, so the
  * test writes the frames on rank 1's data socket itself: the piece at position 0 in two frames
@@ -815,7 +800,9 @@ static int place_withdrawn_midway(void)
     orb_tcp_frame_t f1 = {.magic = ORB_TCP_FRAME_MAGIC, .len = half, .off = 0, .seq = (uint32_t)rc->pos, .hdr = hdr};
     orb_tcp_frame_t f2 = f1;
     f2.off = half;
-    int ok = write_all(fd, &f1, sizeof f1) == 0 && write_all(fd, payload, WD_CUT) == 0;
+    const double until = orb_now() + 10;
+    int ok = orb_sock_send_all(fd, &f1, sizeof f1, until) == ORB_OK &&
+             orb_sock_send_all(fd, payload, WD_CUT, until) == ORB_OK;
     /* The receiver has taken the first WD_CUT bytes when its stripe has half - WD_CUT left to
      * read; the rx lock, under which it reads, orders its writes before the test's look. */
     orb_tcp_chan_t *rch = &a.net->chans[(size_t)a.net->peer_index[1] * NCH + 0];
@@ -831,8 +818,9 @@ static int place_withdrawn_midway(void)
     }
     check(arrived, "the first bytes of a requested piece go straight into the buffer");
     rc->ops->recv_place(rc, NULL, -1);
-    ok = ok && arrived && write_all(fd, payload + WD_CUT, half - WD_CUT) == 0 && write_all(fd, &f2, sizeof f2) == 0 &&
-         write_all(fd, payload + half, half) == 0;
+    ok = ok && arrived && orb_sock_send_all(fd, payload + WD_CUT, half - WD_CUT, until) == ORB_OK &&
+         orb_sock_send_all(fd, &f2, sizeof f2, until) == ORB_OK &&
+         orb_sock_send_all(fd, payload + half, half, until) == ORB_OK;
     check(ok, "the test writes the frames on the socket");
     orb_slot_hdr_t *h = ok ? place_next(rc) : NULL;
     check(h != NULL, "the piece withdrawn halfway arrives");
