@@ -164,6 +164,16 @@ typedef struct {
     orb_exec_due_t *due; /* NULL: every call waits for its handshake */
 } orb_exec_env_t;
 
+/* A rank about to wait for anything first tells its senders of the slots it has read and not
+ * told yet (orb_conn_ops_t.flush): one of them may be waiting for those slots. */
+static inline void orb_exec_flush_held(const orb_exec_env_t *env)
+{
+    const size_t n = (size_t)env->nranks * (size_t)env->nchannels;
+    for (size_t i = 0; i < n; i++)
+        if (env->recv[i].ops && env->recv[i].ops->flush)
+            env->recv[i].ops->flush(&env->recv[i]);
+}
+
 /* Runs ops[0..nops) to the end (nops may be 0: only what is due, env->due). */
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,
                           size_t errlen);

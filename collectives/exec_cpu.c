@@ -922,6 +922,15 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
                              size_t len)
 {
     size_t n = 0;
+    if (len)
+        buf[0] = 0;
+    const orb_exec_due_t *d = env->due;
+    if (nops == 0 && d && d->confirm_pos && len) { /* (orb_host_settle) */
+        char sig[160];
+        orb_exec_describe_sig(&d->hist_sig[d->confirm_seq % ORB_EXEC_HIST_CAP], sig, sizeof sig);
+        n += (size_t)snprintf(buf, len, "%s (an earlier call): waits for rank %d to take its last piece", sig,
+                              d->confirm_peer);
+    }
     for (int i = 0; env->due && i < env->due->n && n < len; i++) {
         const int e = orb_exec_due_at(env->due, i);
         char sig[160];
@@ -1193,6 +1202,7 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             continue;
         }
         if (idle_passes++ == 0) {
+            orb_exec_flush_held(env);
             idle_since = orb_now();
             continue;
         }

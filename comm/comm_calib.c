@@ -187,6 +187,8 @@ static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, size_t bytes, int y
         orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn, bytes) : conn->ops->recv_acquire(conn);
         if (h)
             return h;
+        if (k == 1 && conn->ops->flush) /* (as the executor does before it waits: transport.h) */
+            conn->ops->flush(conn);
         if (wait_turn(k, yield, deadline))
             return NULL;
     }

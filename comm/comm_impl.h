@@ -55,6 +55,7 @@ struct orb_comm {
     uint32_t nslots;
     size_t slot_bytes;
     uint32_t nsmall; /* small slots per shared-memory FIFO (transport/shm/shm.h) */
+    uint32_t release_batch; /* ORBIT_SHM_RELEASE_BATCH (transport/shm/shm.c) */
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t cma_upto;  /* ... and less than this (at most orb_comm_stream_bytes: streamed calls copy) */
     size_t stream_copy_bytes; /* outputs bypass the caches where orb_stream_copy_span reaches

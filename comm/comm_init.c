@@ -90,6 +90,7 @@ void orb_comm_settings_from_params(struct orb_comm *c)
     c->nslots = (uint32_t)read_int_param(ORB_PARAM_SHM_SLOTS, 2, 1024); /* a FIFO needs 2 */
     c->slot_bytes = (size_t)read_int_param(ORB_PARAM_SHM_SLOT_BYTES, 64, 64 << 20) / 64 * 64;
     c->nsmall = (uint32_t)read_int_param(ORB_PARAM_SHM_SMALL_SLOTS, 0, 1024);
+    c->release_batch = (uint32_t)read_int_param(ORB_PARAM_SHM_RELEASE_BATCH, 0, 1024);
     c->timeout_s = orb_param_num(ORB_PARAM_TIMEOUT);
     if (c->timeout_s <= 0)
         c->timeout_s = 1e9;
@@ -134,8 +135,8 @@ orb_status_t orb_comm_bootstrap(struct orb_comm *c, const orb_unique_id_t *id, c
     card.nsmall = c->nsmall;
     card.slot_bytes = c->slot_bytes;
     orb_transport_args_t ta = {.rank = rank, .nranks = nranks, .nchannels = c->nchannels, .nslots = c->nslots,
-                               .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .secret = secret,
-                               .name = c->box_name, .box = c->box, .boxes = c->boxes, .bs = &c->bs};
+                               .slot_bytes = c->slot_bytes, .nsmall = c->nsmall, .release_batch = c->release_batch,
+                               .secret = secret, .name = c->box_name, .box = c->box, .boxes = c->boxes, .bs = &c->bs};
     for (int t = 0; orb_transports[t]; t++) {
         st = orb_transports[t]->create(&c->ep[t], &ta, &card, err, errlen);
         if (st != ORB_OK)

@@ -41,6 +41,7 @@ static void inherit_settings(struct orb_comm *child, const struct orb_comm *pare
     child->nchannels = parent->nchannels;
     child->nslots = parent->nslots;
     child->nsmall = parent->nsmall;
+    child->release_batch = parent->release_batch;
     child->slot_bytes = parent->slot_bytes;
     child->timeout_s = parent->timeout_s;
     child->check_signatures = parent->check_signatures;

@@ -10,6 +10,7 @@
     X(CHECK, "ORBIT_CHECK", 1, "1: check that all ranks call the same collective (signature in every message); 0: off (piece sizes are still checked)") \
     X(SHM_SLOTS, "ORBIT_SHM_SLOTS", 8, "large slots per shared-memory FIFO (per peer and channel); the same on every rank; pieces larger than a small slot go through them, at most this many in flight: deeper FIFOs cost large calls (docs/perf.md)")  \
     X(SHM_SMALL_SLOTS, "ORBIT_SHM_SMALL_SLOTS", 64, "small slots (1 KiB of payload each) per shared-memory FIFO, for pieces that fit one: the small calls and the handshakes; the same on every rank; a rooted call's root runs as many calls ahead as the deeper of a FIFO's two rings, at most 64 (0: no small ring, every piece in a large slot)")  \
+    X(SHM_RELEASE_BATCH, "ORBIT_SHM_RELEASE_BATCH", 16, "shared memory: while a sender's next small piece is already in, its receiver tells it of the small slots read every this many (at most a quarter of ORBIT_SHM_SMALL_SLOTS), and before it waits for anything; at once otherwise: fewer trips of the FIFO's tail line between cores (docs/transports.md); 0 or 1: after every piece; may differ between ranks")  \
     X(SHM_SLOT_BYTES, "ORBIT_SHM_SLOT_BYTES", 262144, "bytes of payload per shared-memory slot; the same on every rank") \
     X(NCHANNELS, "ORBIT_NCHANNELS", 2, "channels (independent FIFO sets) per peer pair, 2..8; the same on every rank") \
     X(CHUNK_BYTES, "ORBIT_CHUNK_BYTES", 0, "pipeline chunk in bytes (0: the tuner decides)")  \

@@ -36,6 +36,7 @@ typedef struct {
     uint32_t nslots;
     size_t slot_bytes;
     uint32_t nsmall;           /* shm: small slots per FIFO (ORBIT_SHM_SMALL_SLOTS) */
+    uint32_t release_batch;    /* shm: ORBIT_SHM_RELEASE_BATCH */
     const uint8_t *secret;     /* the job's: authenticates connections */
     const char *name;          /* this rank's shared-memory name prefix (card.shm_name) */
     orb_box_t *box;            /* this rank's box: wake it when data moves, post errors peers report */

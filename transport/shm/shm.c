@@ -48,6 +48,50 @@ static inline int ring_full(uint64_t pos, uint64_t *seen, _Atomic uint64_t *tail
     return pos - *seen >= n;
 }
 
+/* ---- releases told in batches ------------------------------------------------------- */
+
+/* A receiver that told its sender of every slot it read stored into the line the sender reads
+ * when its small ring looks full, which is every call once the sender runs a ring ahead (a
+ * root's back-to-back small calls): each store then waited for that line to come back from the
+ * far core, the stores after it waited in line, and the receiver, the slower side already, got
+ * slower still (docs/perf.md, 2026-12-07). So while the sender's next piece is already in, a
+ * receiver tells it of the small slots it read only every batch of them (recv_release);
+ * otherwise at once, as before: a receiver that has taken all there is holds nothing back, so
+ * a peer waiting for its last piece to be taken (orb_host_settle), or a rank that leaves, finds
+ * it told. One that holds some back will be back for the piece that waits; if it waits for
+ * anything else first, it tells them before it waits (shm_flush, from the executor's idle
+ * pass), or a sender blocked on those slots could wait on it while it waits in turn. The
+ * endpoint lists the connections holding some back. */
+struct orb_held {
+    int n;
+    orb_conn_t **conn; /* as many as the endpoint has receive connections */
+};
+
+static void tell(orb_conn_t *c)
+{
+    c->told = c->pos;
+    atomic_store_explicit(&c->ctrl->tail_small, c->pos_small, memory_order_release);
+    atomic_store_explicit(&c->ctrl->tail, c->pos, memory_order_release);
+    orb_box_wake(c->wake);
+}
+
+static void held_flush(struct orb_held *h)
+{
+    for (int i = 0; i < h->n; i++) {
+        orb_conn_t *c = h->conn[i];
+        if (c->told != c->pos)
+            tell(c);
+        c->on_held = 0;
+    }
+    h->n = 0;
+}
+
+static void shm_flush(orb_conn_t *c)
+{
+    if (c->held && c->held->n)
+        held_flush(c->held);
+}
+
 static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
     if (c->nsmall && bytes <= ORB_SHM_SMALL_BYTES) {
@@ -112,6 +156,7 @@ static orb_slot_hdr_t *shm_recv_acquire(orb_conn_t *c)
         c->in_small = 0;
         return c->cur;
     }
+    c->waited = 1;
     return NULL;
 }
 
@@ -119,9 +164,25 @@ static void shm_recv_release(orb_conn_t *c)
 {
     const int small = c->in_small;
     const uint64_t ring = advance(c);
-    atomic_store_explicit(small ? &c->ctrl->tail_small : &c->ctrl->tail_large, ring, memory_order_release);
-    atomic_store_explicit(&c->ctrl->tail, c->pos, memory_order_release);
-    orb_box_wake(c->wake);
+    /* held back: a small slot, fewer than batch untold, and the next piece already in the small
+     * ring (a sender a ring ahead; a receiver that has taken a call's last piece tells at once,
+     * so a peer that waits for it to be taken, or a rank that leaves now, leaves nothing untold).
+     * Only a receiver that found this piece at its first look asks: one that waited for it is
+     * not behind, and its look at the next slot would take that line from the sender, who took
+     * it for writing after its last post (send_post), just before the sender writes it. */
+    const int waited = c->waited;
+    c->waited = 0;
+    if (small && !waited && c->pos - c->told < c->batch &&
+        __atomic_load_n(&c->cur_small->stamp, __ATOMIC_RELAXED) == c->pos + 1) {
+        if (!c->on_held) {
+            c->held->conn[c->held->n++] = c;
+            c->on_held = 1;
+        }
+        return;
+    }
+    if (!small)
+        atomic_store_explicit(&c->ctrl->tail_large, ring, memory_order_release);
+    tell(c);
 }
 
 const orb_conn_ops_t orb_shm_conn_ops = {
@@ -130,6 +191,7 @@ const orb_conn_ops_t orb_shm_conn_ops = {
     .send_post = shm_send_post,
     .recv_acquire = shm_recv_acquire,
     .recv_release = shm_recv_release,
+    .flush = shm_flush,
     .tail_is_receivers = 1,
 };
 
@@ -147,6 +209,8 @@ typedef struct {
     orb_box_t *box;            /* mine */
     orb_box_t *const *boxes;   /* every rank's, as the communicator maps them */
     const orb_card_t *cards;   /* from connect: pids and host names for liveness */
+    uint32_t release_batch;    /* ORBIT_SHM_RELEASE_BATCH */
+    struct orb_held held;      /* receive connections holding releases back */
 } shm_ep_t;
 
 static void shm_unlink_own(shm_ep_t *s)
@@ -167,6 +231,7 @@ static void shm_destroy(orb_endpoint_t *ep)
         if (s->peers[r])
             munmap(s->peers[r], s->seg_bytes);
     free(s->peers);
+    free(s->held.conn);
     free(s);
 }
 
@@ -184,6 +249,7 @@ static orb_status_t shm_create(orb_endpoint_t **out, const orb_transport_args_t 
     s->nslots = a->nslots;
     s->slot_bytes = a->slot_bytes;
     s->nsmall = a->nsmall;
+    s->release_batch = a->release_batch;
     s->box = a->box;
     s->boxes = a->boxes;
     /* the control lines, the large slots, the small ring */
@@ -275,6 +341,17 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
     }
     const size_t stride = sizeof(orb_slot_hdr_t) + s->slot_bytes, large = (size_t)s->nslots * stride;
     atomic_store_explicit(&shm_prefetchw, orb_cpu_prefetchw(), memory_order_relaxed);
+    /* a batch of at most a quarter of the ring: the sender, told of it, has that much room while
+     * three quarters of a ring of pieces still wait */
+    uint32_t batch = s->release_batch < s->nsmall / 4 ? s->release_batch : s->nsmall / 4;
+    if (npeers > 0 && batch > 1) {
+        free(s->held.conn);
+        s->held.n = 0;
+        if (!(s->held.conn = calloc((size_t)npeers * (size_t)s->nchannels, sizeof *s->held.conn)))
+            batch = 0; /* (then every release is told at once: nothing is lost but the batching) */
+    }
+    if (batch < 2)
+        batch = 0;
     for (int i = 0; i < npeers; i++) {
         int peer = peers[i];
         for (int ch = 0; ch < s->nchannels; ch++) {
@@ -286,12 +363,12 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
                                     .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
-                                    .nsmall = s->nsmall};
+                                    .nsmall = s->nsmall, .held = &s->held};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
                                     .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = is + large, .cur_small = (orb_slot_hdr_t *)(is + large),
-                                    .nsmall = s->nsmall};
+                                    .nsmall = s->nsmall, .batch = batch, .held = &s->held};
         }
     }
     return ORB_OK;
