@@ -2,14 +2,14 @@
  * sender's next piece is already in, at once otherwise, and before it waits for anything
  * (transport/shm/shm.c, "releases told in batches"). Real processes under orbitrun -n 2.
  *   --case told: rank 0 puts a small ring's worth of 8-byte pieces straight into its FIFO to
- *     rank 1 (the connection's own entries), rank 1 takes them 200 ms later, when all are in,
+ *     rank 1 (the connection's own entries), rank 1 takes them once all are in (take_turns.h),
  *     and after every release compares what the sender can see (ctrl->tail_small, ctrl->tail)
  *     with the rule worked out here: told every min(ORBIT_SHM_RELEASE_BATCH, small slots / 4)
  *     (every one below 2), at the last piece at once, and at once when flushed (after the 10th).
  *   --case hold-then-send: rank 1 sends a ring and 6 more to rank 0, which takes 10 (holding
  *     them back: more wait) and then sends as many to rank 1 before taking the rest. Rank 1's
  *     last 6 sends need those 10 slots: a rank that waits must tell first, or both wait.
- *   --case last-told: 40 broadcasts from rank 0, rank 1 late; rank 0 then destroys its
+ *   --case last-told: 40 broadcasts from rank 0, rank 1 once they are all in; rank 0 then destroys its
  *     communicator, which waits until its last piece is taken, while rank 1, done, waits
  *     outside orbit for a mark rank 0 leaves after that (take_turns.h): a receiver that has taken all there
  *     is must have told, or rank 0 times out (ORBIT_TIMEOUT) and rank 1 never sees the file.
@@ -81,6 +81,7 @@ static int told_case(orb_comm_t comm)
             memcpy(h + 1, &v, 8);
             sc->ops->send_post(sc);
         }
+        turn_mark("held", "posted");
         return 0;
     }
     orb_conn_t *rc = &c->recv[0 * nch];
@@ -91,7 +92,8 @@ static int told_case(orb_comm_t comm)
                 (unsigned long long)small0, (unsigned long long)all0);
         failed = 1;
     }
-    usleep(200000); /* every piece in before the first is taken */
+    if (!turn_wait_for("held", "posted", rank, 40)) /* every piece in before the first is taken */
+        return 1;
     uint64_t told = 0;
     for (int i = 1; i <= n; i++) {
         orb_slot_hdr_t *h;
@@ -142,7 +144,8 @@ static int hold_then_send(orb_comm_t comm)
     uint64_t v;
     int got = 0;
     if (rank == 0) {
-        usleep(200000); /* rank 1 fills the ring and blocks */
+        if (!turn_wait_for("held", "ring-full", rank, 40)) /* rank 1 has filled the ring */
+            return 1;
         for (; got < first; got++) {
             must(orb_recv(&v, 1, ORB_UINT64, peer, comm, NULL), comm, "orb_recv", got);
             failed |= v != value(peer, got);
@@ -151,6 +154,8 @@ static int hold_then_send(orb_comm_t comm)
     for (int i = 0; i < m; i++) {
         v = value(rank, i);
         must(orb_send(&v, 1, ORB_UINT64, peer, comm, NULL), comm, "orb_send", i);
+        if (rank == 1 && i == ring - 1)
+            turn_mark("held", "ring-full"); /* (its next send waits for rank 0) */
     }
     for (; got < m; got++) {
         v = 0;
@@ -190,8 +195,14 @@ static int untaken(orb_comm_t comm)
 static int last_told(orb_comm_t comm)
 {
     enum { CALLS = 40 };
-    if (rank != 0)
-        usleep(200000); /* the root posts every piece first */
+    if (((struct orb_comm *)comm)->nsmall < CALLS + 8) {
+        printf("rank %d: SKIP: %u small slots (the root posts %d calls ahead)\n", rank,
+               ((struct orb_comm *)comm)->nsmall, CALLS);
+        orb_comm_destroy(comm);
+        return 77;
+    }
+    if (rank != 0 && !turn_wait_for("held", "posted", rank, 40)) /* the root posts every piece first */
+        return 1;
     for (int i = 0; i < CALLS; i++) {
         uint64_t v = rank == 0 ? value(0, i) : 0;
         must(orb_broadcast(&v, &v, 1, ORB_UINT64, 0, comm, NULL), comm, "orb_broadcast", i);
@@ -199,6 +210,8 @@ static int last_told(orb_comm_t comm)
             fprintf(stderr, "rank %d: broadcast %d: %#llx, want %#llx\n", rank, i, (unsigned long long)v,
                     (unsigned long long)value(0, i));
     }
+    if (rank == 0)
+        turn_mark("held", "posted");
     if (rank == 0) {
         const orb_status_t st = orb_comm_destroy(comm);
         if (st != ORB_OK) {
