@@ -82,7 +82,8 @@ static int told_case(orb_comm_t comm)
             sc->ops->send_post(sc);
         }
         turn_mark("held", "posted");
-        return 0;
+        /* nothing more into the FIFO (the barrier's piece) until rank 1 has looked at the last */
+        return turn_wait_for("held", "checked", rank, 40) ? 0 : 1;
     }
     orb_conn_t *rc = &c->recv[0 * nch];
     const uint64_t b = batch_of(c), small0 = rc->pos_small, all0 = rc->pos;
@@ -127,6 +128,7 @@ static int told_case(orb_comm_t comm)
             failed = 1;
         }
     }
+    turn_mark("held", "checked");
     printf("rank 1: %d pieces, batch %llu: %s\n", n, (unsigned long long)b, failed ? "FAILED" : "ok");
     return failed;
 }
