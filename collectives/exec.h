@@ -149,6 +149,9 @@ typedef struct {
     uint32_t (*arm)(void *ctx);
     void (*disarm)(void *ctx);
     void (*sleep)(void *ctx, uint32_t seen, double max_s);
+    /* Optional: about to wait for anything, tell the senders of the slots read and not told yet
+     * (transport/endpoint.h, orb_transport_t.flush) */
+    void (*flush)(void *ctx);
     /* Slow-path health check: abort, errors posted by peers, lost peers. `waiting_on` lists
      * the peers the blocked lanes wait for (n of them). Returns ORB_OK to keep waiting. */
     orb_status_t (*check)(void *ctx, const int *waiting_on, int n, char *err, size_t errlen);
@@ -163,16 +166,6 @@ typedef struct {
     orb_trace_steps_t *trace;
     orb_exec_due_t *due; /* NULL: every call waits for its handshake */
 } orb_exec_env_t;
-
-/* A rank about to wait for anything first tells its senders of the slots it has read and not
- * told yet (orb_conn_ops_t.flush): one of them may be waiting for those slots. */
-static inline void orb_exec_flush_held(const orb_exec_env_t *env)
-{
-    const size_t n = (size_t)env->nranks * (size_t)env->nchannels;
-    for (size_t i = 0; i < n; i++)
-        if (env->recv[i].ops && env->recv[i].ops->flush)
-            env->recv[i].ops->flush(&env->recv[i]);
-}
 
 /* Runs ops[0..nops) to the end (nops may be 0: only what is due, env->due). */
 orb_status_t orb_exec_run(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops, char *err,

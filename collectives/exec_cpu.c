@@ -922,10 +922,9 @@ static void describe_blocked(const orb_exec_env_t *env, const orb_exec_op_t *ops
                              size_t len)
 {
     size_t n = 0;
-    if (len)
-        buf[0] = 0;
+    buf[0] = 0; /* (len: its one caller's 1024) */
     const orb_exec_due_t *d = env->due;
-    if (nops == 0 && d && d->confirm_pos && len) { /* (orb_host_settle) */
+    if (nops == 0 && d && d->confirm_pos) { /* (orb_host_settle) */
         char sig[160];
         orb_exec_describe_sig(&d->hist_sig[d->confirm_seq % ORB_EXEC_HIST_CAP], sig, sizeof sig);
         n += (size_t)snprintf(buf, len, "%s (an earlier call): waits for rank %d to take its last piece", sig,
@@ -1202,7 +1201,8 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             continue;
         }
         if (idle_passes++ == 0) {
-            orb_exec_flush_held(env);
+            if (env->flush)
+                env->flush(env->ctx);
             idle_since = orb_now();
             continue;
         }

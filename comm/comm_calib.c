@@ -180,15 +180,16 @@ static int wait_turn(unsigned k, int yield, double deadline)
     return (k & 1023) == 0 && orb_now() > deadline;
 }
 
-/* A slot to send a piece of `bytes` into (send) or a full one (recv); NULL past the deadline. */
+/* A slot to send a piece of `bytes` into (send) or a full one (recv); NULL past the deadline.
+ * (It tells nothing held back before it waits, as the executor does: no receiver holds any
+ * here. Shared memory holds releases back only while the next piece is already in, and the
+ * token goes round alone; every other piece is a slot's or more, in the large slots.) */
 static orb_slot_hdr_t *wait_slot(orb_conn_t *conn, int send, size_t bytes, int yield, double deadline)
 {
     for (unsigned k = 1;; k++) {
         orb_slot_hdr_t *h = send ? conn->ops->send_acquire(conn, bytes) : conn->ops->recv_acquire(conn);
         if (h)
             return h;
-        if (k == 1 && conn->ops->flush) /* (as the executor does before it waits: transport.h) */
-            conn->ops->flush(conn);
         if (wait_turn(k, yield, deadline))
             return NULL;
     }

@@ -28,6 +28,15 @@ static void cb_sleep(void *ctx, uint32_t seen, double max_s)
     orb_box_wait(c->box, seen, max_s);
 }
 
+void orb_comm_flush_held(struct orb_comm *c)
+{
+    for (int t = 0; orb_transports[t]; t++)
+        if (orb_transports[t]->flush && c->ep[t])
+            orb_transports[t]->flush(c->ep[t]);
+}
+
+static void cb_flush(void *ctx) { orb_comm_flush_held(ctx); }
+
 static void post_to(struct orb_comm *c, int peer, orb_status_t st, const char *msg)
 {
     int t = c->tp_of[peer];
@@ -84,7 +93,7 @@ void orb_comm_exec_env(struct orb_comm *c, double spin_s)
     c->env = (orb_exec_env_t){
         .rank = c->rank, .nranks = c->nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
         .send = c->send, .recv = c->recv, .ctx = c, .arm = cb_arm, .disarm = cb_disarm, .sleep = cb_sleep,
-        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
+        .flush = cb_flush,        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
         .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
         .due = &c->due,
     };

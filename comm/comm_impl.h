@@ -172,6 +172,9 @@ void orb_comm_live_each(void (*fn)(struct orb_comm *c));
 orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
 void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+/* Tell every sender of the slots this rank has read and not told yet (endpoint.h, flush):
+ * what the executor does before it waits (its env's flush) */
+void orb_comm_flush_held(struct orb_comm *c);
 /* Is rank p a peer this rank reaches through shared memory (on its host)? */
 /* Do the byte ranges [a, a + alen) and [b, b + blen) share a byte? (A NULL or empty range never does.) */
 static inline int orb_ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)

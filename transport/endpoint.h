@@ -67,6 +67,11 @@ typedef struct orb_transport {
      * to tell the others; empty when the loss was already told). */
     orb_status_t (*check_alive)(orb_endpoint_t *ep, const int *waiting_on, int n, int *lost, char *err,
                                 char *note, size_t len);
+    /* Optional (NULL: nothing to hold back): the executor is about to wait. Tell every sender
+     * of the slots this rank has read and not told yet (shm holds some back while a sender's
+     * next piece is already in), or a sender waiting for them could wait on this rank while it
+     * waits on that sender. */
+    void (*flush)(orb_endpoint_t *ep);
     /* Optional (NULL: nothing to do): the executor is about to sleep on its box until woken.
      * A transport whose arrivals wake nobody unless asked (verbs completion events) arms
      * them here; it wakes the box itself if something already arrived. */

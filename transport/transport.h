@@ -53,12 +53,6 @@ typedef struct {
      * request: when it returns, nothing is written to them any more (a piece half written goes
      * on into its slot: only a failed call withdraws, and it leaves the communicator broken). */
     void (*recv_place)(orb_conn_t *c, const orb_place_t *want, int n);
-    /* For transports whose receivers may hold back telling a sender which slots they have read
-     * (shared memory, while the sender's next piece is already in: orb_conn_t.held; NULL
-     * otherwise): tell every sender of this connection's endpoint now. A rank that is about to
-     * wait for anything calls it first (collectives/exec.h, orb_exec_flush_held), or a sender
-     * waiting for those slots could wait on this rank while it waits on that sender. */
-    void (*flush)(orb_conn_t *c);
     /* The send side's ctrl->tail counts the slots the receiver has taken (shared memory),
      * not those the transport has sent on (sockets, verbs): a sender can tell its piece
      * reached the peer's executor. */
@@ -116,7 +110,8 @@ struct orb_conn {
     int in_small;            /* the slot the last acquire returned is a small one */
     /* Receive side, shm: the small ring's releases told to the sender (ctrl->tail_small, tail)
      * run up to batch - 1 behind pos while the sender's next piece is already in, and the
-     * connection is then on its endpoint's list of those holding some back (held) */
+     * connection is then on its endpoint's list of those holding some back (held), which the
+     * endpoint's flush tells (endpoint.h) */
     uint64_t told;
     uint32_t batch; /* 0 or 1: every release told at once */
     int waited;     /* the piece taken last was not in at the first look */

@@ -59,9 +59,9 @@ static inline int ring_full(uint64_t pos, uint64_t *seen, _Atomic uint64_t *tail
  * otherwise at once, as before: a receiver that has taken all there is holds nothing back, so
  * a peer waiting for its last piece to be taken (orb_host_settle), or a rank that leaves, finds
  * it told. One that holds some back will be back for the piece that waits; if it waits for
- * anything else first, it tells them before it waits (shm_flush, from the executor's idle
- * pass), or a sender blocked on those slots could wait on it while it waits in turn. The
- * endpoint lists the connections holding some back. */
+ * anything else first, it tells them before it waits (the endpoint's flush, from the
+ * executor's idle pass), or a sender blocked on those slots could wait on it while it waits in
+ * turn. The endpoint lists the connections holding some back. */
 struct orb_held {
     int n;
     orb_conn_t **conn; /* as many as the endpoint has receive connections */
@@ -75,22 +75,7 @@ static void tell(orb_conn_t *c)
     orb_box_wake(c->wake);
 }
 
-static void held_flush(struct orb_held *h)
-{
-    for (int i = 0; i < h->n; i++) {
-        orb_conn_t *c = h->conn[i];
-        if (c->told != c->pos)
-            tell(c);
-        c->on_held = 0;
-    }
-    h->n = 0;
-}
 
-static void shm_flush(orb_conn_t *c)
-{
-    if (c->held && c->held->n)
-        held_flush(c->held);
-}
 
 static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
@@ -191,7 +176,6 @@ const orb_conn_ops_t orb_shm_conn_ops = {
     .send_post = shm_send_post,
     .recv_acquire = shm_recv_acquire,
     .recv_release = shm_recv_release,
-    .flush = shm_flush,
     .tail_is_receivers = 1,
 };
 
@@ -363,7 +347,7 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
                                     .slots = os, .cur = (orb_slot_hdr_t *)os, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
                                     .small = os + large, .cur_small = (orb_slot_hdr_t *)(os + large),
-                                    .nsmall = s->nsmall, .held = &s->held};
+                                    .nsmall = s->nsmall};
             recv[ci] = (orb_conn_t){.ops = &orb_shm_conn_ops, .peer = peer, .channel = ch, .ctrl = in,
                                     .slots = is, .cur = (orb_slot_hdr_t *)is, .slot_stride = stride,
                                     .slot_bytes = s->slot_bytes, .nslots = s->nslots, .wake = s->boxes[peer],
@@ -375,6 +359,18 @@ static orb_status_t shm_connect(orb_endpoint_t *ep, const orb_card_t *cards, con
 }
 
 static void shm_ready(orb_endpoint_t *ep) { shm_unlink_own((shm_ep_t *)ep); }
+
+static void shm_flush(orb_endpoint_t *ep)
+{
+    struct orb_held *h = &((shm_ep_t *)ep)->held;
+    for (int i = 0; i < h->n; i++) {
+        orb_conn_t *c = h->conn[i];
+        if (c->told != c->pos) /* (one told at a batch since it was listed: nothing left) */
+            tell(c);
+        c->on_held = 0;
+    }
+    h->n = 0;
+}
 
 static void shm_post_error(orb_endpoint_t *ep, int peer, orb_status_t st, const char *msg)
 {
@@ -435,6 +431,7 @@ const orb_transport_t orb_shm_transport = {
     .reaches = shm_reaches,
     .connect = shm_connect,
     .ready = shm_ready,
+    .flush = shm_flush,
     .post_error = shm_post_error,
     .check_alive = shm_check_alive,
     .abort = shm_abort,
