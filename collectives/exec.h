@@ -3,7 +3,8 @@
  * One call runs one or more operations (a group) to completion. Lanes of all operations
  * progress together, non-blocking, piece by piece; when nothing can move the executor spins
  * for spin_s (ORBIT_SPIN_US; 0 when the host has more ranks than CPUs), yields the CPU for
- * ORBIT_YIELD_US (the peer it waits for may need this core), then sleeps on the doorbell. A futex wake costs
+ * ORBIT_YIELD_US (the peer it waits for may need this core; every idle_mask + 1 idle passes,
+ * ORBIT_YIELD_PASSES), then sleeps on the doorbell. A futex wake costs
  * tens of microseconds on a busy machine: two ranks that each sleep as soon as the other is
  * a little late fall into a convoy where every call pays that twice. Connections shared by several
  * operations of a group are used in issue order, so the pieces of one call never interleave
@@ -161,6 +162,7 @@ typedef struct {
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */
+    unsigned idle_mask; /* ... reading the clock (and yielding) every idle_mask + 1 idle passes, a power of two */
     /* ORBIT_TRACE_STEPS: each finished step is recorded here (NULL: off); its `time` has room
      * for the operations of the run */
     orb_trace_steps_t *trace;

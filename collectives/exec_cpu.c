@@ -1206,7 +1206,7 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
             idle_since = orb_now();
             continue;
         }
-        if (idle_passes & 15) {
+        if (idle_passes & env->idle_mask) {
             orb_cpu_relax();
             continue;
         }

@@ -121,7 +121,7 @@ static inline __attribute__((always_inline)) int eager_run(const orb_exec_env_t 
             return m;
         if (m || !left)
             return left;
-        if (passes & 15) {
+        if (passes & env->idle_mask) {
             orb_cpu_relax();
             continue;
         }

@@ -88,13 +88,13 @@ static orb_status_t cb_check(void *ctx, const int *waiting_on, int n, char *err,
     return ORB_OK;
 }
 
-void orb_comm_exec_env(struct orb_comm *c, double spin_s)
+void orb_comm_exec_env(struct orb_comm *c)
 {
     c->env = (orb_exec_env_t){
         .rank = c->rank, .nranks = c->nranks, .nchannels = c->nchannels, .check_signatures = c->check_signatures,
         .send = c->send, .recv = c->recv, .ctx = c, .arm = cb_arm, .disarm = cb_disarm, .sleep = cb_sleep,
-        .flush = cb_flush,        .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
-        .spin_s = spin_s, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
+        .flush = cb_flush, .check = cb_check, .post_error = cb_post_error, .timeout_s = c->timeout_s, .slot_bytes = c->slot_bytes,
+        .spin_s = c->wait.spin_s, .idle_mask = c->wait.idle_mask, .yield_s = orb_param_num(ORB_PARAM_YIELD_US) * 1e-6,
         .due = &c->due,
     };
     /* a root runs as many calls ahead as a FIFO holds small pieces: in its small ring, or in

@@ -48,6 +48,12 @@ typedef struct {
     int valid;
 } orb_plan_cache_entry_t;
 
+/* How a waiting rank waits on this host (comm_spin.c) */
+typedef struct {
+    double spin_s;      /* spin this long before yielding (ORBIT_SPIN_US; 0 with more ranks than CPUs) */
+    unsigned idle_mask; /* yield (and read the clock) every idle_mask + 1 idle passes (ORBIT_YIELD_PASSES) */
+} orb_wait_policy_t;
+
 struct orb_comm {
     uint32_t magic;
     int rank, nranks, local_rank;
@@ -67,6 +73,7 @@ struct orb_comm {
     size_t local_send_bytes; /* the smallest piece some connection's transport sends from the caller's
                               * buffer itself (ORB_ADDR_LOCAL: tcp); 0: none does */
     double timeout_s;
+    orb_wait_policy_t wait;
     int check_signatures;
     int deterministic; /* reductions in rank order (ORBIT_DETERMINISTIC, orb_comm_set_deterministic) */
     orb_bootstrap_t bs;
@@ -168,10 +175,13 @@ int orb_comm_live_add(struct orb_comm *c);
 void orb_comm_live_remove(struct orb_comm *c);
 /* fn on every live communicator, the registry locked (at exit: the tracer's last write). */
 void orb_comm_live_each(void (*fn)(struct orb_comm *c));
-/* How long a waiting rank spins before yielding on this host (collective). */
-orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s);
+/* How a waiting rank waits on this host, into c->wait (collective: the CPU masks of the
+ * host's ranks are exchanged). */
+orb_status_t orb_comm_wait_setup(struct orb_comm *c, double deadline);
+/* The rule it applies: nlocal ranks on this host, ncpu CPUs between them, and the settings */
+void orb_comm_wait_policy(int nlocal, int ncpu, orb_wait_policy_t *w);
 /* The executor's view of the communicator: doorbell, sleep, health, error delivery. */
-void orb_comm_exec_env(struct orb_comm *c, double spin_s);
+void orb_comm_exec_env(struct orb_comm *c);
 /* Tell every sender of the slots this rank has read and not told yet (endpoint.h, flush):
  * what the executor does before it waits (its env's flush) */
 void orb_comm_flush_held(struct orb_comm *c);

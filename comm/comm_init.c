@@ -276,8 +276,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "the barrier after every rank connected");
     ring_by_host(c); /* refined by the topology below */
-    double spin_s = 0;
-    st = orb_comm_spin_default(c, orb_now() + init_timeout, &spin_s); /* before binding narrows our CPUs */
+    st = orb_comm_wait_setup(c, orb_now() + init_timeout); /* before binding narrows our CPUs */
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "the exchange of CPU masks");
     st = orb_comm_order_ranks(c, orb_now() + init_timeout, err, errlen);
@@ -288,7 +287,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
             c->ring_next = c->ring[(i + 1) % nranks];
             c->ring_prev = c->ring[(i + nranks - 1) % nranks];
         }
-    st = orb_comm_calibrate(c, spin_s, orb_now() + init_timeout, err, errlen);
+    st = orb_comm_calibrate(c, c->wait.spin_s, orb_now() + init_timeout, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "calibrating the links");
     st = orb_comm_price_links(c, orb_now() + init_timeout, err, errlen);
@@ -306,7 +305,7 @@ orb_status_t orb_comm_build(struct orb_comm *c, char *err, size_t errlen)
     st = orb_comm_slot_stores_setup(c, err, errlen);
     if (st != ORB_OK)
         return step_failed(st, err, errlen, "choosing how to write into shared-memory slots");
-    orb_comm_exec_env(c, spin_s);
+    orb_comm_exec_env(c);
     orb_comm_trace_setup(c);
     return ORB_OK;
 }

@@ -1,5 +1,5 @@
-/* How long a waiting rank spins before it yields the CPU: a policy of the host, agreed on
- * at init from every rank's CPU mask. */
+/* How a waiting rank waits: how long it spins before it yields the CPU, and how often it
+ * yields then; a policy of the host, agreed on at init from every rank's CPU mask. */
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
  * union of the host's ranks' affinity masks as they arrive (exchanged: a launcher that pins
  * each rank to its own core leaves each mask one CPU wide, the union as wide as the ranks).
  * Collective: every rank exchanges its mask, whatever ORBIT_SPIN_US says. */
-orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *spin_s)
+orb_status_t orb_comm_wait_setup(struct orb_comm *c, double deadline)
 {
     const uint64_t host_id = c->bs.cards[c->rank].host_id;
     cpu_set_t *masks = calloc((size_t)c->nranks, sizeof *masks);
@@ -37,14 +37,39 @@ orb_status_t orb_comm_spin_default(struct orb_comm *c, double deadline, double *
         if (c->bs.cards[r].host_id == host_id)
             CPU_OR(&all, &all, &masks[r]);
     free(masks);
-    const int nlocal = c->host_ranks; /* counted by host in ring_by_host (comm_init.c), which runs first */
-    const int ncpu = CPU_COUNT(&all);
-    if (orb_param_num_state(ORB_PARAM_SPIN_US) == ORB_PARAM_STATE_SET)
-        *spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
-    else
-        *spin_s = nlocal > ncpu && ncpu > 0 ? 0.0 : orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
-    ORB_INFO("rank %d: %d ranks on this host, %d CPUs between them: spin %g us before yielding", c->rank, nlocal,
-             ncpu, *spin_s * 1e6);
+    orb_comm_wait_policy(c->host_ranks, /* counted by host in ring_by_host (comm_init.c), which runs first */
+                         CPU_COUNT(&all), &c->wait);
+    ORB_INFO("rank %d: %d ranks on this host, %d CPUs between them: spin %g us before yielding, then yield every %u "
+             "idle passes",
+             c->rank, c->host_ranks, CPU_COUNT(&all), c->wait.spin_s * 1e6, c->wait.idle_mask + 1);
     return ORB_OK;
 }
 
+/* Largest power of two <= v, for v >= 1 */
+static unsigned floor_pow2(unsigned v)
+{
+    unsigned p = 1;
+    while (p <= v / 2)
+        p *= 2;
+    return p;
+}
+
+void orb_comm_wait_policy(int nlocal, int ncpu, orb_wait_policy_t *w)
+{
+    const int over = ncpu > 0 && nlocal > ncpu;
+    if (orb_param_num_state(ORB_PARAM_SPIN_US) == ORB_PARAM_STATE_SET)
+        w->spin_s = orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
+    else
+        w->spin_s = over ? 0.0 : orb_param_num(ORB_PARAM_SPIN_US) * 1e-6;
+    /* With more than two ranks a CPU, the peer a rank waits for is running less than a third of
+     * the time (8 ranks on 2 CPUs: 1 in 7), and each idle pass a waiting rank makes before it yields
+     * keeps the peers queued on its core, that one among them, off it: yielding every 4th pass
+     * instead of every 16th took 8 ranks' all-reduce of 8 B-4 KiB on 2 CPUs from 21.5-27.6 to
+     * 15.2-22.2 us; at 4 ranks on 2 CPUs, where the peer is often running on the other CPU and
+     * the passes catch its piece, it cost 6-14% (docs/perf.md, 2026-12-07). */
+    double passes = ncpu > 0 && nlocal > 2 * ncpu ? 4 : 16;
+    if (orb_param_num_state(ORB_PARAM_YIELD_PASSES) == ORB_PARAM_STATE_SET)
+        passes = orb_param_num(ORB_PARAM_YIELD_PASSES);
+    passes = passes < 1 ? 1 : passes > 1024 ? 1024 : passes;
+    w->idle_mask = floor_pow2((unsigned)passes) - 1;
+}

@@ -183,7 +183,7 @@ static orb_status_t run(orb_exec_op_t *ops, int nops, double timeout_s, char *er
     orb_conn_t recv[2] = {{0}, m.c}, send[2] = {{0}, tx.c};
     orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = 1, .send = send, .recv = recv, .arm = stub_arm,
                           .disarm = stub_disarm, .sleep = env_sleep, .check = stub_check, .post_error = stub_post_error,
-                          .slot_bytes = PIECE, .timeout_s = timeout_s, .spin_s = 0, .yield_s = 0};
+                          .slot_bytes = PIECE, .timeout_s = timeout_s, .spin_s = 0, .yield_s = 0, .idle_mask = 15};
     orb_status_t st = orb_exec_run(&env, ops, nops, err, errlen);
     m.c.pos = recv[1].pos;
     return st;

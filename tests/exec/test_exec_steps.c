@@ -593,6 +593,7 @@ static void rank_main(rank_ctx_t *c)
         .slot_bytes = run->slot_bytes,
         .timeout_s = run->timeout_s,
         .spin_s = 0,
+        .idle_mask = 15,
         .yield_s = 50e-6,
     };
     if (j->start_after_ms > 0)

@@ -556,7 +556,7 @@ static int mode_guard(void)
                         .sync_prev = -1, .addr_in = ORB_ADDR_LOCAL, .addr_out = ORB_ADDR_LOCAL, .guard_writes = 1};
     orb_exec_env_t env = {.rank = 0, .nranks = 2, .nchannels = NCH, .check_signatures = 0, .send = a.send,
                           .recv = a.recv, .arm = stub_arm, .disarm = stub_disarm, .sleep = env_sleep,
-                          .check = stub_check, .post_error = stub_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0,
+                          .check = stub_check, .post_error = stub_post_error, .slot_bytes = slot, .timeout_s = 30, .spin_s = 0, .idle_mask = 15,
                           .yield_s = 50e-6};
     drain_t d = {.rc = brc, .backlog = backlog - taken, .slot = slot};
     pthread_t t;
