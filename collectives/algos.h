@@ -108,13 +108,15 @@ orb_status_t orb_direct_scatter(orb_plan_t *plan);
 orb_status_t orb_direct_alltoall(orb_plan_t *plan);
 orb_status_t orb_direct_alltoallv(orb_plan_t *plan);
 orb_status_t orb_bruck_alltoall(orb_plan_t *plan);
+orb_status_t orb_bruck_allgather(orb_plan_t *plan); /* allgather_bruck.c */
 orb_status_t orb_doubling_allreduce(orb_plan_t *plan); /* all-reduce and barrier */
 /* Sequential exchanges of recursive doubling on nranks: log2 of the largest power of two not
  * above nranks, plus 2 (the fold in, the result out) when nranks is no power of two. */
 int orb_doubling_rounds(int nranks);
 
-/* Bruck's all-to-all: ceil(log2 n) rounds; round k moves the blocks whose index (distance
- * to their destination) has bit k set: how many that is. */
+/* Bruck's all-to-all and all-gather: ceil(log2 n) rounds. All-to-all's round k moves the
+ * blocks whose index (distance to their destination) has bit k set: how many that is
+ * (orb_bruck_blocks); all-gather's moves min(2^k, n - 2^k) (orb_bruck_gather_blocks). */
 static inline int orb_bruck_rounds(int n)
 {
     int k = 0;
@@ -128,6 +130,11 @@ static inline int orb_bruck_blocks(int n, int k)
     for (int i = 1; i < n; i++)
         m += (i >> k) & 1;
     return m;
+}
+static inline int orb_bruck_gather_blocks(int n, int k)
+{
+    const int d = 1 << k;
+    return d < n - d ? d : n - d;
 }
 /* allreduce, reduce, reduce_scatter folded in rank order (deterministic mode) */
 orb_status_t orb_ordered_reduce(orb_plan_t *plan);

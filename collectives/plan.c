@@ -119,7 +119,7 @@ static orb_algo_build_fn builder(orb_coll_t coll, orb_algo_t algo)
         [ORB_COLL_REDUCE] = {[ORB_ALGO_RING] = orb_ring_reduce, [ORB_ALGO_TREE] = orb_tree_reduce,
                              [ORB_ALGO_ORDERED] = orb_ordered_reduce},
         [ORB_COLL_GATHER] = {[ORB_ALGO_RING] = orb_ring_gather, [ORB_ALGO_DIRECT] = orb_direct_gather},
-        [ORB_COLL_ALLGATHER] = {[ORB_ALGO_RING] = orb_ring_allgather},
+        [ORB_COLL_ALLGATHER] = {[ORB_ALGO_RING] = orb_ring_allgather, [ORB_ALGO_BRUCK] = orb_bruck_allgather},
         [ORB_COLL_REDUCE_SCATTER] = {[ORB_ALGO_RING] = orb_ring_reduce_scatter,
                                      [ORB_ALGO_ORDERED] = orb_ordered_reduce},
         [ORB_COLL_SEND] = {[ORB_ALGO_DIRECT] = orb_direct_send},

@@ -171,7 +171,7 @@ static inline int orb_plan_out_is_scratch(const orb_plan_t *plan)
  * stuck. In general a ring needs one slot more than the pieces of a step. The hierarchical
  * all-reduce runs three rings in sequence, so it needs what a ring needs. The exchanges (the
  * direct all-reduce of two ranks, recursive doubling's rounds, all-to-all's pairs) send before they receive on both sides
- * of a pair: a two-rank cycle, the same. Chains, trees and the other direct plans have no
+ * of a pair: a two-rank cycle, the same; so do Bruck's rounds, along a cycle of positions. Chains, trees and the other direct plans have no
  * such cycle and need one slot whatever the slot size. */
 static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
 {
@@ -180,7 +180,7 @@ static inline int orb_plan_min_slots(orb_coll_t coll, orb_algo_t algo)
                   (coll == ORB_COLL_ALLREDUCE || coll == ORB_COLL_BARRIER || coll == ORB_COLL_ALLGATHER ||
                    coll == ORB_COLL_REDUCE_SCATTER)) ||
                  ((algo == ORB_ALGO_HIER || algo == ORB_ALGO_DIRECT) && coll == ORB_COLL_ALLREDUCE) ||
-                 algo == ORB_ALGO_DOUBLING ||
+                 algo == ORB_ALGO_DOUBLING || algo == ORB_ALGO_BRUCK ||
                  coll == ORB_COLL_ALLTOALL || coll == ORB_COLL_ALLTOALLV;
     return cyclic ? 2 : 1;
 }

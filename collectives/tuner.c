@@ -173,12 +173,16 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
             return K * hop + exchange_spill(link, 1, S, b) + chan;
         return K * hop + chan;
     case ORB_ALGO_BRUCK: { /* round k: one message of m_k blocks' lane shares, chunked */
+        const int gather = coll == ORB_COLL_ALLGATHER;
         double t = chan;
         for (int k = 0; k < orb_bruck_rounds(nranks); k++) {
-            const double len = orb_bruck_blocks(nranks, k) * s, ck = fmin((double)chunk_elems * (double)elem_size, len);
+            const double len = (gather ? orb_bruck_gather_blocks(nranks, k) : orb_bruck_blocks(nranks, k)) * s,
+                         ck = fmin((double)chunk_elems * (double)elem_size, len);
             t += ceil_div(len, ck) * (a + C * ck / b);
         }
-        return t;
+        /* all-gather: the blocks are copied from the work area to the output last, as many
+         * bytes again as came in (at the link's rate: between ranks on a host, a copy too) */
+        return gather ? t + (n - 1) * S / b : t;
     }
     case ORB_ALGO_ORDERED: {
         /* the last shard's chain fills over n-1 hops of a chunk; then rank 1 takes the most:
@@ -257,6 +261,9 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
             return "K*(alpha + C*c/beta) + (C-1)*alpha + (S/beta if S > L2/8), K = ceil(S/(C*c))";
         return "K*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
     case ORB_ALGO_BRUCK:
+        if (coll == ORB_COLL_ALLGATHER)
+            return "sum over rounds k < ceil(log2 n) of ceil(m_k*s/c_k)*(alpha + C*c_k/beta) + (n-1)*S/beta + "
+                   "(C-1)*alpha, m_k = min(2^k, n - 2^k), c_k = min(c, m_k*s)";
         return "sum over rounds k < ceil(log2 n) of ceil(m_k*s/c_k)*(alpha + C*c_k/beta) + (C-1)*alpha, "
                "m_k = #{1 <= i < n: bit k of i}, c_k = min(c, m_k*s)";
     case ORB_ALGO_ORDERED:

@@ -73,6 +73,17 @@ static void model(void)
     CHECK(t.algo == ORB_ALGO_RING && t.nchannels == 2 && t.chunk_elems == 65536,
           "large allreduce on 4 ranks: %s chunk %zu ch %d (%s)", orb_algo_name(t.algo), t.chunk_elems, t.nchannels,
           t.reason);
+    /* all-gather of 16 B a rank on 8 ranks: Bruck's 3 rounds beat the ring's 7 steps; of 1 MiB
+     * a rank the ring (Bruck copies every block out of its work area once more); on 2 and 3
+     * ranks Bruck has as many rounds as the ring steps, and the copies: the ring */
+    t = choose(ORB_COLL_ALLGATHER, 4, 4, 8, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_BRUCK, "small allgather on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_ALLGATHER, 262144, 4, 8, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "1 MiB allgather on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_ALLGATHER, 4, 4, 3, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "small allgather on 3 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_ALLGATHER, 4, 4, 2, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "small allgather on 2 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
     t = choose(ORB_COLL_GATHER, 1000, 4, 16, 262144, 2);
     CHECK(t.algo == ORB_ALGO_DIRECT, "gather: %s", orb_algo_name(t.algo));
     t = choose(ORB_COLL_SEND, 1000, 4, 2, 262144, 2);
@@ -137,11 +148,14 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         return coll == ORB_COLL_ALLREDUCE ? (2 * d + (nch == 1 ? 4 : 3) * K) * hop + extra
                                           : 2 * (d + K - 1) * hop + extra;
     if (algo == ORB_ALGO_BRUCK) { /* alltoall: round k moves the blocks whose distance has bit k */
-        double t = extra;
+        const int gather = coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_COMM_SPLIT;
+        double t = extra + (gather ? (n - 1) * S / b : 0); /* all-gather: then the copies out */
         for (int k = 0; (1 << k) < nranks; k++) {
             int m = 0;
             for (int i = 1; i < nranks; i++)
                 m += (i >> k) & 1;
+            if (gather) /* all-gather: the first min(2^k, n - 2^k) of the blocks held */
+                m = (1 << k) < nranks - (1 << k) ? (1 << k) : nranks - (1 << k);
             double len = m * s, ck = (double)chunk_elems * (double)esz < len ? (double)chunk_elems * (double)esz : len;
             t += ceil(len / ck) * (alpha + C * ck / b);
         }
@@ -182,10 +196,10 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
                                        ORB_ALGO_DOUBLING};
     static const int has[ORB_NUM_COLLS][5] = {
         [ORB_COLL_ALLREDUCE] = {1, 1, 1, 0, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
-        [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
+        [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0, 1}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
         [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0, 0, 1},
         [ORB_COLL_ALLTOALL] = {0, 0, 1, 1}, [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
-        [ORB_COLL_COMM_SPLIT] = {1, 0, 0}, /* orb_comm_split's exchange: an all-gather */
+        [ORB_COLL_COMM_SPLIT] = {1, 0, 0, 1}, /* orb_comm_split's exchange: an all-gather */
     };
     size_t elems = (coll == ORB_COLL_BARRIER || count == 0) ? 1 : count;
     int chmax = elems < (size_t)maxch ? (int)elems : maxch;
@@ -485,8 +499,9 @@ static void overrides(void)
     setenv("ORBIT_ALGO", "TREE", 1);
     t = choose(ORB_COLL_ALLREDUCE, (size_t)1 << 26, 4, 4, 262144, 2);
     CHECK(t.algo == ORB_ALGO_TREE, "ORBIT_ALGO=TREE: %s", orb_algo_name(t.algo));
-    t = choose(ORB_COLL_ALLGATHER, 100, 4, 4, 262144, 2); /* no tree allgather: the model decides */
-    CHECK(t.algo == ORB_ALGO_RING && strstr(t.reason, "no plan"), "tree allgather: %s", t.reason);
+    t = choose(ORB_COLL_ALLGATHER, 100, 4, 4, 262144, 2); /* no tree allgather: the model decides (Bruck's 2
+                                                           * rounds against the ring's 3 steps) */
+    CHECK(t.algo == ORB_ALGO_BRUCK && strstr(t.reason, "no plan"), "tree allgather: %s", t.reason);
     setenv("ORBIT_ALGO", "direct", 1); /* the exchange all-reduce is for 2 ranks: on 4 the model decides */
     t = choose(ORB_COLL_ALLREDUCE, 100, 4, 4, 262144, 2);
     CHECK(t.algo != ORB_ALGO_DIRECT && strstr(t.reason, "no plan"), "ORBIT_ALGO=direct, allreduce on 4: %s %s",
