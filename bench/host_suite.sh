@@ -4,7 +4,8 @@
 #   2. every collective at 256 KiB .. 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
-#   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), orbit vs MPI
+#   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), and all-reduce,
+#      all-gather and broadcast with 8 ranks, orbit vs MPI
 #   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then no small ring) vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
@@ -120,6 +121,12 @@ fi
 if want 5; then
 echo; echo "## 5. all-reduce with 4 ranks (oversubscribed when the machine has fewer than 4 cores), 8 B .. 32 KiB"
 bash bench/compare.sh -n 4 -r "$reps" -o "$out/5-allreduce-n4" "$build" allreduce --size 8:32K --factor 8 --no-inplace
+# 8 ranks: on 2 cores more than twice as many ranks as CPUs (a waiting rank yields every 4th
+# idle pass; docs/transports.md), and all-gather's small blocks go by Bruck's rounds
+echo; echo "## 5. all-reduce, all-gather and broadcast with 8 ranks, 8 B .. 32 KiB"
+for c in allreduce allgather broadcast; do
+  bash bench/compare.sh -n 8 -r "$reps" -o "$out/5-$c-n8" "$build" $c --size 8:32K --factor 8 --no-inplace --iters 3000
+done
 fi
 
 if want 5b; then
