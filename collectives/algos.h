@@ -110,6 +110,7 @@ orb_status_t orb_direct_alltoallv(orb_plan_t *plan);
 orb_status_t orb_bruck_alltoall(orb_plan_t *plan);
 orb_status_t orb_bruck_allgather(orb_plan_t *plan); /* allgather_bruck.c */
 orb_status_t orb_doubling_allreduce(orb_plan_t *plan); /* all-reduce and barrier */
+orb_status_t orb_doubling_reduce_scatter(orb_plan_t *plan); /* the all-reduce of all n blocks, into scratch */
 /* Sequential exchanges of recursive doubling on nranks: log2 of the largest power of two not
  * above nranks, plus 2 (the fold in, the result out) when nranks is no power of two. */
 int orb_doubling_rounds(int nranks);

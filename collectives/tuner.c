@@ -195,6 +195,10 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
     }
     case ORB_ALGO_DOUBLING: { /* every chunk through every round, one exchange after the other */
         const double r = orb_doubling_rounds(nranks);
+        if (coll == ORB_COLL_REDUCE_SCATTER) { /* the all-reduce of all n blocks, then the own one copied */
+            const double sn = n * s, cn = fmin((double)chunk_elems * (double)elem_size, sn);
+            return r * ceil_div(sn, cn) * (a + C * cn / b) + exchange_spill(link, r, n * S, b) + S / b + chan;
+        }
         return r * K * hop + exchange_spill(link, r, S, b) + chan;
     }
     default:
@@ -278,6 +282,9 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         return "R*(2H(L-1)*alpha_i + 2(H-1)*alpha_x) + 2(L-1)/L*S/beta_i + 2(H-1)/H*S/(m*beta_x) + "
                "(C-1)*max(alpha_i, alpha_x), H hosts of L ranks, m = min(nics, L), R = ceil(S/(C*n*c))";
     case ORB_ALGO_DOUBLING:
+        if (coll == ORB_COLL_REDUCE_SCATTER)
+            return "r*K*(alpha + C*c/beta) + (C-1)*alpha + (r*n*S/beta if r*n*S > L2/8) + S/beta, r = log2 p + (2 if "
+                   "n > p), p the largest power of 2 <= n, K = ceil(n*S/(C*c)), c = min(chunk, n*S/C)";
         return "r*K*(alpha + C*c/beta) + (C-1)*alpha + (r*S/beta if r*S > L2/8), r = log2 p + (2 if n > p), "
                "p the largest power of 2 <= n, K = ceil(S/(C*c))";
     default:

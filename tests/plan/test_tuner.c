@@ -84,6 +84,15 @@ static void model(void)
     CHECK(t.algo == ORB_ALGO_RING, "small allgather on 3 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
     t = choose(ORB_COLL_ALLGATHER, 4, 4, 2, 262144, 2);
     CHECK(t.algo == ORB_ALGO_RING, "small allgather on 2 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    /* reduce-scatter of 16 B a rank on 8 ranks: 3 exchanges of the whole 128 B beat the ring's 7
+     * steps; of 1 MiB a rank the ring (each exchange moves all 8 MiB); on 3 ranks the fold's two
+     * extra exchanges make 3 against the ring's 2 */
+    t = choose(ORB_COLL_REDUCE_SCATTER, 4, 4, 8, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_DOUBLING, "small reduce_scatter on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_REDUCE_SCATTER, 262144, 4, 8, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "1 MiB reduce_scatter on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    t = choose(ORB_COLL_REDUCE_SCATTER, 4, 4, 3, 262144, 2);
+    CHECK(t.algo == ORB_ALGO_RING, "small reduce_scatter on 3 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
     t = choose(ORB_COLL_GATHER, 1000, 4, 16, 262144, 2);
     CHECK(t.algo == ORB_ALGO_DIRECT, "gather: %s", orb_algo_name(t.algo));
     t = choose(ORB_COLL_SEND, 1000, 4, 2, 262144, 2);
@@ -169,6 +178,11 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
         }
         if (p < nranks)
             rounds += 2;
+        if (coll == ORB_COLL_REDUCE_SCATTER) { /* the all-reduce of the whole input (n blocks), then a copy */
+            double sn = n * s, cn = (double)chunk_elems * (double)esz < sn ? (double)chunk_elems * (double)esz : sn;
+            return rounds * ceil(sn / cn) * (alpha + C * cn / b) + extra +
+                   (l2 > 0 && rounds * n * S > l2 / 8 ? rounds * n * S / b : 0) + S / b;
+        }
         /* the reduce after each send is a second pass, free while rounds*S fits in L2/8 */
         return rounds * K * hop + extra + (l2 > 0 && rounds * S > l2 / 8 ? rounds * S / b : 0);
     }
@@ -196,7 +210,7 @@ static void ref_choose(orb_coll_t coll, size_t count, size_t esz, int n, size_t 
                                        ORB_ALGO_DOUBLING};
     static const int has[ORB_NUM_COLLS][5] = {
         [ORB_COLL_ALLREDUCE] = {1, 1, 1, 0, 1}, [ORB_COLL_BROADCAST] = {1, 1, 0}, [ORB_COLL_REDUCE] = {1, 1, 0},
-        [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0, 1}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0},
+        [ORB_COLL_GATHER] = {1, 0, 1},    [ORB_COLL_ALLGATHER] = {1, 0, 0, 1}, [ORB_COLL_REDUCE_SCATTER] = {1, 0, 0, 0, 1},
         [ORB_COLL_SEND] = {0, 0, 1},      [ORB_COLL_RECV] = {0, 0, 1},      [ORB_COLL_BARRIER] = {1, 0, 0, 0, 1},
         [ORB_COLL_ALLTOALL] = {0, 0, 1, 1}, [ORB_COLL_ALLTOALLV] = {0, 0, 1}, [ORB_COLL_SCATTER] = {1, 0, 1},
         [ORB_COLL_COMM_SPLIT] = {1, 0, 0, 1}, /* orb_comm_split's exchange: an all-gather */
