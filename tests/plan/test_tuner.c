@@ -73,26 +73,30 @@ static void model(void)
     CHECK(t.algo == ORB_ALGO_RING && t.nchannels == 2 && t.chunk_elems == 65536,
           "large allreduce on 4 ranks: %s chunk %zu ch %d (%s)", orb_algo_name(t.algo), t.chunk_elems, t.nchannels,
           t.reason);
-    /* all-gather of 16 B a rank on 8 ranks: Bruck's 3 rounds beat the ring's 7 steps; of 1 MiB
-     * a rank the ring (Bruck copies every block out of its work area once more); on 2 and 3
-     * ranks Bruck has as many rounds as the ring steps, and the copies: the ring */
-    t = choose(ORB_COLL_ALLGATHER, 4, 4, 8, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_BRUCK, "small allgather on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    t = choose(ORB_COLL_ALLGATHER, 262144, 4, 8, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_RING, "1 MiB allgather on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    t = choose(ORB_COLL_ALLGATHER, 4, 4, 3, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_RING, "small allgather on 3 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    t = choose(ORB_COLL_ALLGATHER, 4, 4, 2, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_RING, "small allgather on 2 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    /* reduce-scatter of 16 B a rank on 8 ranks: 3 exchanges of the whole 128 B beat the ring's 7
-     * steps; of 1 MiB a rank the ring (each exchange moves all 8 MiB); on 3 ranks the fold's two
-     * extra exchanges make 3 against the ring's 2 */
-    t = choose(ORB_COLL_REDUCE_SCATTER, 4, 4, 8, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_DOUBLING, "small reduce_scatter on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    t = choose(ORB_COLL_REDUCE_SCATTER, 262144, 4, 8, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_RING, "1 MiB reduce_scatter on 8 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
-    t = choose(ORB_COLL_REDUCE_SCATTER, 4, 4, 3, 262144, 2);
-    CHECK(t.algo == ORB_ALGO_RING, "small reduce_scatter on 3 ranks: %s (%s)", orb_algo_name(t.algo), t.reason);
+    /* The log-round plans for small blocks against the ring (4-byte elements):
+     * all-gather: Bruck's 3 rounds beat the ring's 7 steps at 16 B a rank on 8 ranks; at 1 MiB
+     * the ring (Bruck copies every block out of its work area once more); on 2 and 3 ranks
+     * Bruck has as many rounds as the ring steps, and the copies: the ring.
+     * reduce-scatter: 3 exchanges of the whole 128 B beat the ring's 7 steps; at 1 MiB a rank
+     * the ring (each exchange moves all 8 MiB); on 3 ranks the fold's two extra exchanges make
+     * 3 against the ring's 2. */
+    static const struct {
+        orb_coll_t coll;
+        size_t count;
+        int n;
+        orb_algo_t want;
+    } small[] = {
+        {ORB_COLL_ALLGATHER, 4, 8, ORB_ALGO_BRUCK},          {ORB_COLL_ALLGATHER, 262144, 8, ORB_ALGO_RING},
+        {ORB_COLL_ALLGATHER, 4, 3, ORB_ALGO_RING},           {ORB_COLL_ALLGATHER, 4, 2, ORB_ALGO_RING},
+        {ORB_COLL_REDUCE_SCATTER, 4, 8, ORB_ALGO_DOUBLING},  {ORB_COLL_REDUCE_SCATTER, 262144, 8, ORB_ALGO_RING},
+        {ORB_COLL_REDUCE_SCATTER, 4, 3, ORB_ALGO_RING},
+    };
+    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+        t = choose(small[i].coll, small[i].count, 4, small[i].n, 262144, 2);
+        CHECK(t.algo == small[i].want, "%s of %zu elements on %d ranks: %s, want %s (%s)",
+              orb_coll_name(small[i].coll), small[i].count, small[i].n, orb_algo_name(t.algo),
+              orb_algo_name(small[i].want), t.reason);
+    }
     t = choose(ORB_COLL_GATHER, 1000, 4, 16, 262144, 2);
     CHECK(t.algo == ORB_ALGO_DIRECT, "gather: %s", orb_algo_name(t.algo));
     t = choose(ORB_COLL_SEND, 1000, 4, 2, 262144, 2);
