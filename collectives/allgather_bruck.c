@@ -33,7 +33,7 @@ orb_status_t orb_bruck_allgather(orb_plan_t *plan)
             continue;
         for (int k = 0; k < rounds; k++) {
             const int dist = 1 << k, to = orb_ring_rank(a, pos - dist), from = orb_ring_rank(a, pos + dist);
-            const size_t m = (size_t)(dist < n - dist ? dist : n - dist), len = m * w;
+            const size_t len = (size_t)orb_bruck_gather_blocks(n, k) * w;
             /* round 0's message is this rank's own block: from the input, copied to slot 0 after */
             const orb_buf_t src = k == 0 ? ORB_BUF_INPUT : ORB_BUF_SCRATCH;
             const size_t src_off = k == 0 ? cb : work;

@@ -29,11 +29,18 @@ int orb_doubling_rounds(int nranks)
 }
 
 /* The exchanges over total elements; the result lands in the output (all-reduce) or, with
- * into_scratch, in the plan's workspace (reduce-scatter, whose output holds one block) */
-static orb_status_t doubling(orb_plan_t *plan, size_t total, int into_scratch)
+ * into_scratch, in the plan's workspace (reduce-scatter, whose output holds one block). One
+ * rank has nothing to exchange: alone builds its plan (a copy). */
+static orb_status_t doubling(orb_plan_t *plan, size_t total, int into_scratch, orb_status_t (*alone)(orb_plan_t *))
 {
     const orb_plan_args_t *a = &plan->args;
     const int n = a->nranks, pos = orb_ring_pos(a, a->rank);
+    if (pos < 0)
+        return ORB_ERR_INVALID_ARG;
+    if (n < 2)
+        return alone(plan);
+    if (into_scratch)
+        plan->scratch_count = total;
     const int p = 1 << log2_floor(n), rem = n - p;
     /* v: this rank's index among the p that exchange, -1 for a position that folds away */
     const int v = pos < 2 * rem ? ((pos & 1) ? pos / 2 : -1) : pos - rem;
@@ -85,12 +92,7 @@ static orb_status_t doubling(orb_plan_t *plan, size_t total, int into_scratch)
 
 orb_status_t orb_doubling_allreduce(orb_plan_t *plan)
 {
-    const orb_plan_args_t *a = &plan->args;
-    if (orb_ring_pos(a, a->rank) < 0)
-        return ORB_ERR_INVALID_ARG;
-    if (a->nranks < 2)
-        return orb_ring_allreduce(plan); /* one rank: a copy */
-    return doubling(plan, a->coll == ORB_COLL_BARRIER ? 1 : a->count, 0);
+    return doubling(plan, plan->args.coll == ORB_COLL_BARRIER ? 1 : plan->args.count, 0, orb_ring_allreduce);
 }
 
 /* Reduce-scatter: the all-reduce of the whole input (n blocks) into the workspace, then each
@@ -99,11 +101,5 @@ orb_status_t orb_doubling_allreduce(orb_plan_t *plan)
  * and the output written last, so in place (the output is the input's own block) is safe. */
 orb_status_t orb_doubling_reduce_scatter(orb_plan_t *plan)
 {
-    const orb_plan_args_t *a = &plan->args;
-    if (orb_ring_pos(a, a->rank) < 0)
-        return ORB_ERR_INVALID_ARG;
-    if (a->nranks < 2)
-        return orb_ring_reduce_scatter(plan); /* one rank: a copy */
-    plan->scratch_count = (size_t)a->nranks * a->count;
-    return doubling(plan, (size_t)a->nranks * a->count, 1);
+    return doubling(plan, (size_t)plan->args.nranks * plan->args.count, 1, orb_ring_reduce_scatter);
 }

@@ -162,7 +162,7 @@ typedef struct {
     double timeout_s;
     double spin_s;  /* busy-wait this long, */
     double yield_s; /* then sched_yield this long (the peer may need our core), then sleep */
-    unsigned idle_mask; /* ... reading the clock (and yielding) every idle_mask + 1 idle passes, a power of two */
+    unsigned idle_mask; /* ... reading the clock (and yielding) every idle_mask + 1 idle passes (a power of two) */
     /* ORBIT_TRACE_STEPS: each finished step is recorded here (NULL: off); its `time` has room
      * for the operations of the run */
     orb_trace_steps_t *trace;

@@ -37,11 +37,11 @@ orb_status_t orb_comm_wait_setup(struct orb_comm *c, double deadline)
         if (c->bs.cards[r].host_id == host_id)
             CPU_OR(&all, &all, &masks[r]);
     free(masks);
-    orb_comm_wait_policy(c->host_ranks, /* counted by host in ring_by_host (comm_init.c), which runs first */
-                         CPU_COUNT(&all), &c->wait);
+    const int ncpu = CPU_COUNT(&all);
+    orb_comm_wait_policy(c->host_ranks, ncpu, &c->wait); /* host_ranks: counted in ring_by_host, which runs first */
     ORB_INFO("rank %d: %d ranks on this host, %d CPUs between them: spin %g us before yielding, then yield every %u "
              "idle passes",
-             c->rank, c->host_ranks, CPU_COUNT(&all), c->wait.spin_s * 1e6, c->wait.idle_mask + 1);
+             c->rank, c->host_ranks, ncpu, c->wait.spin_s * 1e6, c->wait.idle_mask + 1);
     return ORB_OK;
 }
 

@@ -75,8 +75,6 @@ static void tell(orb_conn_t *c)
     orb_box_wake(c->wake);
 }
 
-
-
 static orb_slot_hdr_t *shm_send_acquire(orb_conn_t *c, size_t bytes)
 {
     if (c->nsmall && bytes <= ORB_SHM_SMALL_BYTES) {
