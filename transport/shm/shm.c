@@ -377,6 +377,15 @@ static void shm_post_error(orb_endpoint_t *ep, int peer, orb_status_t st, const 
         orb_box_post(s->boxes[peer], s->rank, st, msg);
 }
 
+/* Rank p left (destroyed its communicator, or died) while this rank waited. A rank that failed
+ * posted its error to every box before it left: ours, read again now, says why (the caller's
+ * look at it may have come just before the post); else p's own box does. ORB_OK: neither. */
+static orb_status_t why_left(const shm_ep_t *s, int p, char *err, size_t len)
+{
+    orb_status_t st = orb_box_error(s->box, err, len);
+    return st != ORB_OK ? st : orb_box_error(s->boxes[p], err, len);
+}
+
 static orb_status_t shm_check_alive(orb_endpoint_t *ep, const int *waiting_on, int n, int *lost, char *err,
                                     char *note, size_t len)
 {
@@ -386,6 +395,9 @@ static orb_status_t shm_check_alive(orb_endpoint_t *ep, const int *waiting_on, i
         int p = waiting_on[i];
         if (p != s->rank && s->peers[p] && atomic_load(&s->boxes[p]->closed)) {
             *lost = p;
+            orb_status_t st = why_left(s, p, err, len);
+            if (st != ORB_OK)
+                return st;
             snprintf(err, len, "rank %d (%s) destroyed its communicator while rank %d still waited for it: "
                                "did it skip a collective call?",
                      p, s->cards[p].hostname, s->rank);
@@ -400,12 +412,9 @@ static orb_status_t shm_check_alive(orb_endpoint_t *ep, const int *waiting_on, i
             continue;
         *lost = p;
         /* A survivor that reported a loss and exited is not the loss: whoever noticed first
-         * posted it to us before leaving, so our box names the rank that died ... */
-        orb_status_t st = orb_box_error(s->box, err, len);
-        if (st != ORB_OK)
-            return st;
-        /* ... or it left before its message reached us: its own box says why it left. */
-        st = orb_box_error(s->boxes[p], err, len);
+         * posted it to us before leaving (our box names the rank that died), or its own box
+         * says why it left */
+        orb_status_t st = why_left(s, p, err, len);
         if (st != ORB_OK)
             return st;
         snprintf(err, len, "rank %d (pid %d on %s) died while rank %d waited in a collective", p, cd->pid,
