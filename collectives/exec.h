@@ -86,8 +86,10 @@ enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2 };
  * the FIFO's depth unused), at most ORB_EXEC_DUE_CAP. So a rank that disagreed is found within
  * that many calls (sooner by the error a peer posts), and a rank returns ORB_OK only if every
  * piece it received carried its own signature, as before. */
-#define ORB_EXEC_DUE_CAP 64 /* a power of two: the ring's index is taken modulo it */
-#define ORB_EXEC_HIST_CAP 128 /* (orb_exec_due_t.hist_sig) a power of two, as above */
+#define ORB_EXEC_DUE_CAP 256 /* a power of two: the ring's index is taken modulo it. 64 until
+                               * 2026-12-07: with more ranks than CPUs the window is how many calls
+                               * a rank gets through in one turn on a CPU (docs/perf.md) */
+#define ORB_EXEC_HIST_CAP 256 /* (orb_exec_due_t.hist_sig) a power of two, as above */
 
 enum { ORB_SYNC_ON_FIRST = 1, ORB_SYNC_AFTER_RECV = 2, ORB_SYNC_VOUCH = 3 }; /* orb_exec_op_t.sync_merge */
 /* How long a run waits for the receive a handshake is to ride after (ORB_SYNC_AFTER_RECV)
@@ -107,7 +109,7 @@ typedef struct {
      * to see taken (a peer that disagreed never takes it, and its own pieces then wait here
      * unreceived: both are named); and their signatures (hist_sig, by call number modulo
      * ORB_EXEC_HIST_CAP), to name this rank's call when a piece of the peer's for it turns up
-     * later: as many as a FIFO's small ring (64 by default) holds calls in flight, and more. */
+     * later: as many as a FIFO's small ring (128 by default) holds calls in flight, and more. */
     int confirm_peer;
     uint64_t confirm_pos, confirm_seq;
     orb_slot_hdr_t hist_sig[ORB_EXEC_HIST_CAP];

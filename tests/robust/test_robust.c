@@ -566,12 +566,12 @@ static int mode_vmismatch(void)
 /* ---- runahead ------------------------------------------------------------------------ */
 
 /* A rooted call's root returns without its neighbour's handshake; as many calls' handshakes as
- * a FIFO has slots, up to 64, may stay due (docs/errors.md), so the root runs ahead of ranks that
+ * a FIFO has slots, up to 256, may stay due (docs/errors.md), so the root runs ahead of ranks that
  * have not started yet, and a mismatch among the calls it has returned from is still reported,
  * naming the call. */
 #define RUNAHEAD 8 /* parts 2 and 3: calls rank 0 returns from, within every window below */
 #define RUNAHEAD_COUNT 16
-#define RUNAHEAD_CAP 64 /* collectives/exec.h, ORB_EXEC_DUE_CAP */
+#define RUNAHEAD_CAP 256 /* collectives/exec.h, ORB_EXEC_DUE_CAP */
 
 static float runahead_value(int call, size_t i) { return (float)(call * 1000 + (int)i); }
 
@@ -602,11 +602,11 @@ static int mark_seen(const char *what, int peer)
 
 /* 1. With FIFOs of `slots` large slots and `small` small ones, rank 0 returns from `window`
  * broadcasts of 64 bytes before any other rank makes one, and not from one more: window = the
- * deeper ring (16 large slots and no small ring: 16; 8 large and 16 small: 16), or with more
- * than two ranks the cap where the FIFO is deeper (80 small slots: 64, the window of due
- * handshakes and not a full FIFO stops the root). Two ranks over shared memory: the receiver
- * vouches for the root's calls (collectives/exec.h, ORB_SYNC_VOUCH), none is left due, and the
- * full small ring stops it (80). */
+ * deeper ring (16 large slots and no small ring: 16; 8 large and 16 small: 16; 80 small: 80),
+ * or with more than two ranks the cap where the FIFO is deeper (300 small slots: 256, the window
+ * of due handshakes and not a full FIFO stops the root). Two ranks over shared memory: the
+ * receiver vouches for the root's calls (collectives/exec.h, ORB_SYNC_VOUCH), none is left due,
+ * and the full small ring stops it (300). */
 static void runahead_window(const char *slots, const char *small, int window)
 {
     setenv("ORBIT_SHM_SLOTS", slots, 1);
@@ -683,7 +683,8 @@ static int mode_runahead(void)
 {
     runahead_window("16", "0", 16);
     runahead_window("8", "16", 16);
-    runahead_window("8", "80", nranks == 2 ? 80 : RUNAHEAD_CAP);
+    runahead_window("8", "80", 80);
+    runahead_window("8", "300", nranks == 2 ? 300 : RUNAHEAD_CAP);
     /* parts 2 and 3: FIFOs deeper than the 8 calls rank 0 runs ahead */
     setenv("ORBIT_SHM_SLOTS", "16", 1);
     unsetenv("ORBIT_SHM_SMALL_SLOTS");
@@ -790,13 +791,13 @@ static int mode_vouch(void)
     check(orb_comm_destroy(c) == ORB_OK, "destroy after the late root", orb_comm_last_error(NULL));
 
     /* 2. Ranks that each call themselves the root keep broadcasting: with two, both send and
-     * neither receives, so each fills the other's FIFO (64 small slots), waits for room, and
+     * neither receives, so each fills the other's FIFO (128 small slots), waits for room, and
      * names the piece of the other's it never took, well before ORBIT_TIMEOUT; with three, the
-     * window of 64 due handshakes stops them. */
+     * window of 128 due handshakes (as many as a FIFO's small slots) stops them. */
     c = init();
     st = ORB_OK;
     const double t0 = now();
-    for (k = 1; k <= 100 && st == ORB_OK; k++)
+    for (k = 1; k <= 300 && st == ORB_OK; k++)
         st = orb_broadcast(a, a, N, ORB_FLOAT32, rank == 0 ? 0 : 1, c, NULL);
     const double took = now() - t0;
     const char *msg = orb_comm_last_error(c);
