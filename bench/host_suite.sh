@@ -135,7 +135,7 @@ echo; echo "## 5b. rooted calls with 4 ranks, 8 B .. 512 B (gather, scatter from
 # than cores that is what small rooted calls wait on. The small ring (64 slots) gives that depth;
 # ORBIT_SHM_SMALL_SLOTS=0 is the FIFO before 2026-11-30 (8 large slots only, docs/transports.md).
 for small in "" 0; do
-  echo "# ORBIT_SHM_SMALL_SLOTS=${small:-64 (the default)}"
+  echo "# ORBIT_SHM_SMALL_SLOTS=${small:-128 (the default)}"
   for c in broadcast reduce gather scatter; do
     sz=8:512; case $c in gather | scatter) sz=64:512 ;; esac
     env ${small:+ORBIT_SHM_SMALL_SLOTS=$small} bash bench/compare.sh -n 4 -r "$reps" -o "$out/5b-$c-n4${small:+-small$small}" \
