@@ -400,6 +400,17 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         ch_max = 1;
         nchunks = 1; /* (the largest: a slot, or ORBIT_CHUNK_BYTES) */
     }
+    /* More ranks than CPUs on one host: a small call takes as long as all its ranks' pieces
+     * together, and the waits between them are turns on a CPU, not hops. The chain moves the
+     * fewest pieces a broadcast can (n - 1, each handshake riding on a hop's data but the last
+     * rank's), where the tree adds a handshake piece of its own at most ranks: on the 2-core
+     * Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the chain's time at 8 B-1 KiB and the
+     * chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07; the model already takes the
+     * chain for small calls up to 5 ranks). ORBIT_ALGO still decides. */
+    const int oversub_chain = coll == ORB_COLL_BROADCAST && forced < 0 && !det && nranks >= 3 && m.nhosts <= 1 &&
+                              m.intra.ranks_per_cpu > 1 && count * elem_size <= ORB_TUNER_ONE_PIECE;
+    if (oversub_chain)
+        forced = ORB_ALGO_RING;
     orb_tuner_choice_t best = {.algo = ORB_NUM_ALGOS, .predicted_us = INFINITY};
     double runner_up = INFINITY;
     orb_algo_t runner_algo = ORB_NUM_ALGOS;
@@ -447,6 +458,10 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     else if (det)
         o = snprintf(best.reason, sizeof best.reason, "deterministic%s%s%s", forced >= 0 ? " (ORBIT_ALGO=" : "",
                      forced >= 0 ? orb_algo_name((orb_algo_t)forced) : "", forced >= 0 ? " ignored)" : "");
+    else if (oversub_chain)
+        o = snprintf(best.reason, sizeof best.reason,
+                     "%.3g ranks a CPU: the chain, fewest pieces up to %d bytes; %.1f us as if alone",
+                     m.intra.ranks_per_cpu, ORB_TUNER_ONE_PIECE, best.predicted_us);
     else if (forced >= 0)
         o = snprintf(best.reason, sizeof best.reason, "ORBIT_ALGO=%s", orb_algo_name(best.algo));
     else if (runner_algo != ORB_NUM_ALGOS)

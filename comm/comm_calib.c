@@ -507,7 +507,7 @@ orb_status_t orb_comm_calibrate(struct orb_comm *c, double spin_s, double deadli
             jobs = all[from].jobs + 1;
         }
         if (believable(&fig)) {
-            c->shm_measured = (orb_link_cost_t){fig.alpha_us, fig.beta_gbps, 0}; /* the L2: comm_links.c */
+            c->shm_measured = (orb_link_cost_t){fig.alpha_us, fig.beta_gbps, 0, 0}; /* the L2 and the load: comm_links.c */
             c->shm_measured_how = cached ? 2 : 1;
             c->shm_single_gbps = fig.single_gbps;
             c->shm_hot_slots_gbps = fig.hot_slots_gbps;

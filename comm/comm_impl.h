@@ -91,6 +91,7 @@ struct orb_comm {
     int ring_next, ring_prev; /* this rank's neighbours on ring (derived once at init) */
     int nhosts;
     int host_ranks; /* ranks on this rank's host, this one included (ring_by_host) */
+    int host_cpus;  /* the CPUs they may run on between them (orb_comm_wait_setup; 0: unknown) */
     int *host_of; /* dense host index of every rank (hosts in order of their lowest rank) */
     orb_link_cost_t link_intra; /* what the tuner prices inside a host and between hosts: the */
     orb_link_cost_t link_inter; /* same on every rank (comm_links.c) */

@@ -54,8 +54,12 @@ orb_status_t orb_comm_plan(struct orb_comm *c, const orb_call_key_t *key, const 
      * transport does not spread a host's connections over several. */
     orb_tuner_hosts_t hosts = {.nhosts = c->nhosts, .host_of = c->host_of, .inter = c->link_inter, .nics = 1};
     /* Host calls: chunks that keep a FIFO's worth in the L2 (the tuner); device calls keep the
-     * slot-sized chunks they were measured with (no GPU here to measure another) */
-    orb_status_t st = orb_tuner_choose_det(key->coll, key->count, key->elem_size, c->nranks, &c->link_intra, &hosts,
+     * slot-sized chunks they were measured with (no GPU here to measure another), and their
+     * ranks' work is the device's, not the CPUs' (no chain for ranks that share CPUs) */
+    orb_link_cost_t intra = c->link_intra;
+    if (key->device)
+        intra.ranks_per_cpu = 0;
+    orb_status_t st = orb_tuner_choose_det(key->coll, key->count, key->elem_size, c->nranks, &intra, &hosts,
                                            c->slot_bytes, key->device ? 0 : (int)c->nslots, c->nchannels,
                                            key->deterministic, &ch);
     if (st != ORB_OK) {

@@ -38,6 +38,7 @@ orb_status_t orb_comm_wait_setup(struct orb_comm *c, double deadline)
             CPU_OR(&all, &all, &masks[r]);
     free(masks);
     const int ncpu = CPU_COUNT(&all);
+    c->host_cpus = ncpu;
     orb_comm_wait_policy(c->host_ranks, ncpu, &c->wait); /* host_ranks: counted in ring_by_host, which runs first */
     ORB_INFO("rank %d: %d ranks on this host, %d CPUs between them: spin %g us before yielding, then yield every %u "
              "idle passes",

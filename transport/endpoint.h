@@ -22,11 +22,15 @@
 /* Cost of one link class for the tuner: alpha is the fixed cost of one step (a slot handed
  * over and noticed), beta the bandwidth one link sustains, shared by all channels on it;
  * l2_bytes the smallest L2 cache of the cores at its ends (0: unknown), which says how much
- * data a rank can pass over twice in one call for the price of once (collectives/tuner.c). */
+ * data a rank can pass over twice in one call for the price of once (collectives/tuner.c);
+ * ranks_per_cpu the most ranks a CPU of their hosts has to run (a host's ranks over the CPUs
+ * they may use; 0: unknown): above 1, a small call takes as long as all its ranks' work, not
+ * its longest path. */
 typedef struct {
     double alpha_us;
     double beta_gbps;
     double l2_bytes;
+    double ranks_per_cpu;
 } orb_link_cost_t;
 
 typedef struct orb_endpoint orb_endpoint_t; /* a transport's state in one communicator */

@@ -254,7 +254,7 @@ static void formulas(void)
      *   tree broadcast  2*(2+2-1)*1.756 + 1.5                                        = 12.036
      *   ring gather     (3*2 + 2)*1.756 + 1.5                                        = 15.548
      *   direct gather   3*2*1.756 + 1.5                                              = 12.036 */
-    const orb_link_cost_t shm = {1.5, 8.0, 0};
+    const orb_link_cost_t shm = {1.5, 8.0, 0, 0};
     struct {
         orb_coll_t coll;
         orb_algo_t algo;
@@ -278,7 +278,7 @@ static void formulas(void)
      * 65536/4760) + 2*65536/4760 = 56.412. What was measured there (docs/perf.md): the
      * exchange ahead of the ring to 64 KiB, behind from 256 KiB; so must the choice be. */
     {
-        const orb_link_cost_t z = {0.67, 4.76, 524288};
+        const orb_link_cost_t z = {0.67, 4.76, 524288, 0};
         const struct {
             orb_algo_t algo;
             int n;
@@ -336,7 +336,7 @@ static void formulas(void)
         CHECK(orb_tuner_choose_det(ORB_COLL_ALLREDUCE, 1 << 22, 4, 2, &z, NULL, 262144, 64, 2, 0, &t) == ORB_OK &&
                   t.chunk_elems == 16384,
               "16 MiB all-reduce, L2 512 KiB, 64 slots: chunk %zu (64 KiB, the 8-slot cap)", t.chunk_elems);
-        const orb_link_cost_t nol2 = {0.67, 4.76, 0};
+        const orb_link_cost_t nol2 = {0.67, 4.76, 0, 0};
         CHECK(orb_tuner_choose(ORB_COLL_ALLREDUCE, 65536, 4, 2, &nol2, 262144, 2, &t) == ORB_OK &&
                   t.algo == ORB_ALGO_DIRECT,
               "256 KiB on 2 ranks, L2 unknown (no second-pass term): %s (%s)", orb_algo_name(t.algo), t.reason);
@@ -346,7 +346,7 @@ static void formulas(void)
     static const size_t counts[] = {0, 1, 7, 1000, 65536, (size_t)1 << 22};
     static const int ns[] = {1, 2, 3, 4, 7, 8, 16, 63, 64};
     static const size_t chunks[] = {1, 64, 256, 65536};
-    const orb_link_cost_t tcp = {20.0, 1.25, 0}, zen1 = {0.67, 4.76, 524288}; /* zen1: measured, 2 ranks */
+    const orb_link_cost_t tcp = {20.0, 1.25, 0, 0}, zen1 = {0.67, 4.76, 524288, 0}; /* zen1: measured, 2 ranks */
     for (int c = 0; c < ORB_NUM_COLLS; c++)
         for (int al = 0; al < ORB_NUM_ALGOS; al++) {
             if (!orb_plan_algo_supported((orb_coll_t)c, (orb_algo_t)al) || al == ORB_ALGO_HIER)
@@ -406,12 +406,12 @@ static orb_tuner_choice_t choose_hosts(size_t count, int n, const orb_link_cost_
 static void hosts(void)
 {
     int map[64];
-    const orb_link_cost_t tcp = {20.0, 1.25, 0}; /* 10 GbE: tens of us per step */
+    const orb_link_cost_t tcp = {20.0, 1.25, 0, 0}; /* 10 GbE: tens of us per step */
     orb_tuner_hosts_t h = {.nhosts = 2, .host_of = map, .inter = tcp, .nics = 1};
 
     /* 2 hosts of 2; intra 1 us, 1 GB/s; inter 10 us, 0.5 GB/s; 4000 B in one round:
      * (2*2*1*1 + 2*1*10) + 2(1/2)*4000/1000 + 2(1/2)*4000/(1*500) = 24 + 4 + 8 */
-    const orb_link_cost_t in1 = {1.0, 1.0, 0}, x1 = {10.0, 0.5, 0};
+    const orb_link_cost_t in1 = {1.0, 1.0, 0, 0}, x1 = {10.0, 0.5, 0, 0};
     orb_tuner_hosts_t h4 = {.nhosts = 2, .host_of = map, .inter = x1, .nics = 1};
     blocked_hosts(4, 2, map);
     double p = orb_tuner_predict_hosts(ORB_COLL_ALLREDUCE, ORB_ALGO_HIER, 1000, 4, 4, &in1, &h4, 1000, 1);
@@ -509,6 +509,70 @@ static void hosts(void)
         }
 }
 
+/* More ranks than CPUs on one host (orb_link_cost_t.ranks_per_cpu above 1): a broadcast of up to
+ * one piece's bytes (ORB_TUNER_ONE_PIECE) on 3 ranks or more takes the chain, and says why;
+ * nothing else moves. Each case against the same call with the CPUs not crowded. */
+static void crowded(void)
+{
+    int map[8];
+    blocked_hosts(8, 2, map);
+    const orb_tuner_hosts_t two = {.nhosts = 2, .host_of = map, .inter = {20.0, 1.25, 0, 0}, .nics = 1};
+    static const struct {
+        orb_coll_t coll;
+        size_t count, esz;
+        int n;
+        double per_cpu;
+        int hosts; /* 2: the ranks on two hosts */
+        int chain; /* the rule takes the chain */
+    } cases[] = {
+        {ORB_COLL_BROADCAST, 16, 4, 8, 4.0, 1, 1},    {ORB_COLL_BROADCAST, 2, 4, 6, 3.0, 1, 1},
+        {ORB_COLL_BROADCAST, 1024, 1, 8, 1.5, 1, 1},  {ORB_COLL_BROADCAST, 256, 4, 3, 1.5, 1, 1},
+        {ORB_COLL_BROADCAST, 1025, 1, 8, 4.0, 1, 0},  /* past one piece */
+        {ORB_COLL_BROADCAST, 16, 4, 8, 1.0, 1, 0},    /* a CPU each */
+        {ORB_COLL_BROADCAST, 16, 4, 8, 0.0, 1, 0},    /* unknown */
+        {ORB_COLL_BROADCAST, 16, 4, 2, 4.0, 1, 0},    /* two ranks: one piece whatever the plan */
+        {ORB_COLL_BROADCAST, 16, 4, 8, 4.0, 2, 0},    /* across hosts */
+        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_SCATTER, 16, 4, 8, 4.0, 1, 0},
+        {ORB_COLL_GATHER, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_ALLREDUCE, 16, 4, 8, 4.0, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        orb_link_cost_t intra = {1.5, 8.0, 0, cases[i].per_cpu}, calm = intra;
+        calm.ranks_per_cpu = 0;
+        const orb_tuner_hosts_t *h = cases[i].hosts == 2 ? &two : NULL;
+        orb_tuner_choice_t t, u;
+        memset(&t, 0, sizeof t);
+        memset(&u, 0, sizeof u);
+        orb_status_t st = orb_tuner_choose_hosts(cases[i].coll, cases[i].count, cases[i].esz, cases[i].n, &intra, h,
+                                                 262144, 2, &t);
+        orb_status_t su = orb_tuner_choose_hosts(cases[i].coll, cases[i].count, cases[i].esz, cases[i].n, &calm, h,
+                                                 262144, 2, &u);
+        CHECK(st == ORB_OK && su == ORB_OK, "case %zu: %s / %s", i, orb_status_name(st), orb_status_name(su));
+        if (cases[i].chain) {
+            CHECK(t.algo == ORB_ALGO_RING && strstr(t.reason, "ranks a CPU: the chain"),
+                  "case %zu: %s of %zu B on %d ranks, %g a CPU: %s (%s)", i, orb_coll_name(cases[i].coll),
+                  cases[i].count * cases[i].esz, cases[i].n, cases[i].per_cpu, orb_algo_name(t.algo), t.reason);
+            CHECK(t.nchannels == 1, "case %zu: the chain on %d channels", i, t.nchannels);
+        } else {
+            CHECK(t.algo == u.algo && t.chunk_elems == u.chunk_elems && t.nchannels == u.nchannels &&
+                      !strstr(t.reason, "ranks a CPU"),
+                  "case %zu: %s of %zu B on %d ranks, %g a CPU: %s (%s), not crowded %s", i,
+                  orb_coll_name(cases[i].coll), cases[i].count * cases[i].esz, cases[i].n, cases[i].per_cpu,
+                  orb_algo_name(t.algo), t.reason, orb_algo_name(u.algo));
+        }
+    }
+    /* where the model takes the tree when the CPUs are not crowded, so that the rule is seen to move it */
+    orb_link_cost_t intra = {1.5, 8.0, 0, 4.0}, calm = {1.5, 8.0, 0, 0};
+    orb_tuner_choice_t t, u;
+    CHECK(orb_tuner_choose_hosts(ORB_COLL_BROADCAST, 16, 4, 8, &calm, NULL, 262144, 2, &u) == ORB_OK &&
+              u.algo == ORB_ALGO_TREE,
+          "8 ranks, 64 B, a CPU each: %s, not the tree", orb_algo_name(u.algo));
+    setenv("ORBIT_ALGO", "tree", 1); /* the override still decides */
+    CHECK(orb_tuner_choose_hosts(ORB_COLL_BROADCAST, 16, 4, 8, &intra, NULL, 262144, 2, &t) == ORB_OK &&
+              t.algo == ORB_ALGO_TREE && strstr(t.reason, "ORBIT_ALGO"),
+          "ORBIT_ALGO=tree on crowded CPUs: %s (%s)", orb_algo_name(t.algo), t.reason);
+    unsetenv("ORBIT_ALGO");
+}
+
 static void overrides(void)
 {
     setenv("ORBIT_ALGO", "ring", 1);
@@ -558,6 +622,7 @@ int main(void)
     model();
     formulas();
     hosts();
+    crowded();
     overrides();
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);

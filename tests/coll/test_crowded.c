@@ -1,0 +1,90 @@
+/* More ranks than CPUs: the load every rank agrees on at init (comm/comm_links.c,
+ * link_intra.ranks_per_cpu: the host's ranks over the CPUs their masks give them between them)
+ * and the plan it gets a small broadcast (collectives/tuner.c: the chain up to one piece's bytes,
+ * with the reason saying so; from one piece on, whatever the model says). Real processes under
+ * orbitrun, every rank started with the CPU mask the test's command gives (meson: taskset), so
+ * the load is known whatever machine runs it:
+ *   taskset -c 0 orbitrun -n N test_crowded N/1        (N ranks on one CPU)
+ *   orbitrun -n N test_crowded 0                       (any machine: no check of the figure,
+ *                                                       the plan only where it is above 1)
+ * Then every rank broadcasts from each root, 8 B to 4 KiB of rank- and position-dependent values,
+ * and checks every element. Each rank exits 1 on its own failures. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_impl.h"
+#include "orbit.h"
+
+static int rank, failed;
+
+#define FAIL(...)                                   \
+    do {                                            \
+        fprintf(stderr, "rank %d: FAIL ", rank);    \
+        fprintf(stderr, __VA_ARGS__);               \
+        fputc('\n', stderr);                        \
+        failed = 1;                                 \
+    } while (0)
+
+static uint32_t value(int root, size_t i, int call) { return (uint32_t)(root * 1000003u + i * 7919u + (unsigned)call); }
+
+int main(int argc, char **argv)
+{
+    const double want = argc > 1 ? strtod(argv[1], NULL) : 0; /* "3/1" reads as 3 */
+    orb_comm_t comm;
+    if (orb_comm_init_env(&comm) != ORB_OK) {
+        fprintf(stderr, "FAIL init: %s\n", orb_comm_last_error(NULL));
+        return 1;
+    }
+    int n;
+    orb_comm_rank(comm, &rank);
+    orb_comm_size(comm, &n);
+    struct orb_comm *c = (struct orb_comm *)comm;
+    const double got = c->link_intra.ranks_per_cpu;
+    if (want > 0 && got != want)
+        FAIL("%d ranks on the CPUs given: the agreed load is %g ranks a CPU, want %g", n, got, want);
+
+    /* The plan of a broadcast of 64 B and of 4 KiB, as the plan cache gives it any call. */
+    static const size_t bytes[] = {64, 1024, 4096};
+    for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++) {
+        const orb_call_key_t key = {.coll = ORB_COLL_BROADCAST, .count = bytes[b] / 4, .elem_size = 4, .root = 0};
+        const orb_plan_cache_entry_t *e = NULL;
+        char why[256] = "";
+        if (orb_comm_plan(c, &key, &e, why, sizeof why) != ORB_OK || !e) {
+            FAIL("no plan for a broadcast of %zu B: %s", bytes[b], why);
+            continue;
+        }
+        const int chain = strstr(e->reason, "ranks a CPU: the chain") != NULL;
+        const int should = got > 1 && n >= 3 && bytes[b] <= 1024;
+        if (chain != should || (should && e->plan.args.algo != ORB_ALGO_RING))
+            FAIL("broadcast of %zu B on %d ranks, %g a CPU: %s (%s), want %s", bytes[b], n, got,
+                 orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
+    }
+
+    /* Every root, every size the rule covers and one past it: each element checked. */
+    uint32_t *buf = malloc(4096);
+    for (int root = 0; root < n && buf; root++)
+        for (size_t bsz = 8; bsz <= 4096; bsz *= 8)
+            for (int call = 0; call < 3; call++) {
+                const size_t cnt = bsz / 4 ? bsz / 4 : 1;
+                for (size_t i = 0; i < cnt; i++)
+                    buf[i] = rank == root ? value(root, i, call) : 0xdeadbeefu;
+                orb_status_t st = orb_broadcast(buf, buf, cnt, ORB_UINT32, root, comm, NULL);
+                if (st != ORB_OK) {
+                    FAIL("broadcast of %zu B from %d: %s: %s", cnt * 4, root, orb_status_name(st),
+                         orb_comm_last_error(comm));
+                    continue;
+                }
+                size_t wrong = 0;
+                for (size_t i = 0; i < cnt; i++)
+                    wrong += buf[i] != value(root, i, call);
+                if (wrong)
+                    FAIL("broadcast of %zu B from %d, call %d: %zu elements wrong", cnt * 4, root, call, wrong);
+            }
+    free(buf);
+    if (orb_comm_destroy(comm) != ORB_OK)
+        FAIL("destroy: %s", orb_comm_last_error(NULL));
+    if (!failed)
+        printf("rank %d: load %g ranks a CPU, plans and values as they should be\n", rank, got);
+    return failed;
+}
