@@ -309,6 +309,22 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
     return orb_tuner_choose_hosts(coll, count, elem_size, nranks, link, NULL, slot_bytes, max_channels, out);
 }
 
+/* More ranks than CPUs on one host: a small call takes as long as all its ranks' pieces
+ * together, and the waits between them are turns on a CPU, not hops, which the model (the
+ * longest path) does not price. The chain moves the fewest pieces a broadcast can (n - 1, each
+ * handshake riding on a hop's data but the last rank's), where the tree adds a handshake piece
+ * of its own at most ranks: on the 2-core Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the
+ * chain's time at 8 B-1 KiB and the chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07;
+ * the model already takes the chain for small calls up to 5 ranks). The algorithm the load
+ * takes for a call of `bytes`, or -1 where the model decides. */
+static int crowded_algo(orb_coll_t coll, size_t bytes, int nranks, const model_t *m)
+{
+    return coll == ORB_COLL_BROADCAST && nranks >= 3 && m->nhosts <= 1 && m->intra.ranks_per_cpu > 1 &&
+                   bytes <= ORB_TUNER_ONE_PIECE
+               ? ORB_ALGO_RING
+               : -1;
+}
+
 /* det: the communicator is in deterministic mode. Reductions on more than two ranks then
  * have one algorithm, ORDERED; otherwise ORDERED is only taken when ORBIT_ALGO names it (it
  * is never faster). */
@@ -400,23 +416,16 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
         ch_max = 1;
         nchunks = 1; /* (the largest: a slot, or ORBIT_CHUNK_BYTES) */
     }
-    /* More ranks than CPUs on one host: a small call takes as long as all its ranks' pieces
-     * together, and the waits between them are turns on a CPU, not hops. The chain moves the
-     * fewest pieces a broadcast can (n - 1, each handshake riding on a hop's data but the last
-     * rank's), where the tree adds a handshake piece of its own at most ranks: on the 2-core
-     * Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the chain's time at 8 B-1 KiB and the
-     * chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07; the model already takes the
-     * chain for small calls up to 5 ranks). ORBIT_ALGO still decides. */
-    const int oversub_chain = coll == ORB_COLL_BROADCAST && forced < 0 && !det && nranks >= 3 && m.nhosts <= 1 &&
-                              m.intra.ranks_per_cpu > 1 && count * elem_size <= ORB_TUNER_ONE_PIECE;
-    if (oversub_chain)
-        forced = ORB_ALGO_RING;
+    /* The algorithms the search below considers: the one ORBIT_ALGO names, else the one the
+     * load takes (crowded_algo), else every one but ORDERED. */
+    const int crowded = forced < 0 && !det ? crowded_algo(coll, count * elem_size, nranks, &m) : -1;
+    const int only = forced >= 0 ? forced : crowded;
     orb_tuner_choice_t best = {.algo = ORB_NUM_ALGOS, .predicted_us = INFINITY};
     double runner_up = INFINITY;
     orb_algo_t runner_algo = ORB_NUM_ALGOS;
     for (int al = 0; al < ORB_NUM_ALGOS; al++) {
         if (!orb_plan_algo_supported(coll, (orb_algo_t)al) ||
-            (det ? al != ORB_ALGO_ORDERED : (forced >= 0 ? al != forced : al == ORB_ALGO_ORDERED)))
+            (det ? al != ORB_ALGO_ORDERED : (only >= 0 ? al != only : al == ORB_ALGO_ORDERED)))
             continue;
         double algo_best = INFINITY;
         size_t algo_chunk = 0;
@@ -458,10 +467,10 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     else if (det)
         o = snprintf(best.reason, sizeof best.reason, "deterministic%s%s%s", forced >= 0 ? " (ORBIT_ALGO=" : "",
                      forced >= 0 ? orb_algo_name((orb_algo_t)forced) : "", forced >= 0 ? " ignored)" : "");
-    else if (oversub_chain)
+    else if (crowded >= 0)
         o = snprintf(best.reason, sizeof best.reason,
-                     "%.3g ranks a CPU: the chain, fewest pieces up to %d bytes; %.1f us as if alone",
-                     m.intra.ranks_per_cpu, ORB_TUNER_ONE_PIECE, best.predicted_us);
+                     "%s%.3g ranks a CPU: the chain, fewest pieces up to %d bytes; %.1f us as if alone",
+                     forced == -3 ? no_plan : "", m.intra.ranks_per_cpu, ORB_TUNER_ONE_PIECE, best.predicted_us);
     else if (forced >= 0)
         o = snprintf(best.reason, sizeof best.reason, "ORBIT_ALGO=%s", orb_algo_name(best.algo));
     else if (runner_algo != ORB_NUM_ALGOS)

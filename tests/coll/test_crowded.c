@@ -4,9 +4,9 @@
  * with the reason saying so; from one piece on, whatever the model says). Real processes under
  * orbitrun, every rank started with the CPU mask the test's command gives (meson: taskset), so
  * the load is known whatever machine runs it:
- *   taskset -c 0 orbitrun -n N test_crowded N/1        (N ranks on one CPU)
+ *   taskset -c 0 orbitrun -n N test_crowded N          (N ranks on one CPU: the load is N)
  *   orbitrun -n N test_crowded 0                       (any machine: no check of the figure,
- *                                                       the plan only where it is above 1)
+ *                                                       the plan checked against the load found)
  * Then every rank broadcasts from each root, 8 B to 4 KiB of rank- and position-dependent values,
  * and checks every element. Each rank exits 1 on its own failures. */
 #include <stdio.h>
@@ -30,7 +30,7 @@ static uint32_t value(int root, size_t i, int call) { return (uint32_t)(root * 1
 
 int main(int argc, char **argv)
 {
-    const double want = argc > 1 ? strtod(argv[1], NULL) : 0; /* "3/1" reads as 3 */
+    const double want = argc > 1 ? strtod(argv[1], NULL) : 0; /* 0: not checked */
     orb_comm_t comm;
     if (orb_comm_init_env(&comm) != ORB_OK) {
         fprintf(stderr, "FAIL init: %s\n", orb_comm_last_error(NULL));
