@@ -70,6 +70,14 @@ static inline void orb_emit_trade(const orb_plan_args_t *a, orb_lane_t *lane, or
     }
 }
 
+/* Whether the chain scatter (orb_ring_scatter) sends the root's whole input, n blocks of
+ * count, down the chain as one piece: three ranks or more, one channel, and n * count within
+ * a chunk. The tuner's model prices the two shapes from the same test. */
+static inline int orb_ring_scatter_packs(int n, size_t count, size_t chunk_elems, int nchannels)
+{
+    return n >= 3 && nchannels == 1 && count > 0 && count <= chunk_elems / (size_t)n;
+}
+
 /* Rooted collectives (and the peer of send/recv) need a root inside the communicator. */
 static inline int orb_root_valid(const orb_plan_args_t *a)
 {

@@ -152,8 +152,11 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         case ORB_COLL_BROADCAST:
         case ORB_COLL_REDUCE:
             return (n - 2 + K) * hop + chan;
-        case ORB_COLL_GATHER:
         case ORB_COLL_SCATTER:
+            if (orb_ring_scatter_packs(nranks, count, chunk_elems, nchannels)) /* all n blocks a hop */
+                return (n - 1) * (a + n * S / b);
+            return ((n - 1) * K + n - 2) * hop + chan;
+        case ORB_COLL_GATHER:
             return ((n - 1) * K + n - 2) * hop + chan;
         default:
             return -1;
@@ -247,8 +250,10 @@ const char *orb_tuner_formula(orb_coll_t coll, orb_algo_t algo)
         case ORB_COLL_REDUCE_SCATTER:
             return "(n-1)*K*alpha + (n-1)*S/beta + (C-1)*alpha, K = ceil(S/(C*c))";
         case ORB_COLL_GATHER:
-        case ORB_COLL_SCATTER:
             return "((n-1)*K + n-2)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
+        case ORB_COLL_SCATTER:
+            return "((n-1)*K + n-2)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c)); n >= 3 with n*S in one "
+                   "chunk on one channel, packed: (n-1)*(alpha + n*S/beta)";
         default:
             return "(n-2+K)*(alpha + C*c/beta) + (C-1)*alpha, K = ceil(S/(C*c))";
         }
@@ -315,12 +320,15 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
  * handshake riding on a hop's data but the last rank's), where the tree adds a handshake piece
  * of its own at most ranks: on the 2-core Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the
  * chain's time at 8 B-1 KiB and the chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07;
- * the model already takes the chain for small calls up to 5 ranks). The algorithm the load
- * takes for a call of `bytes`, or -1 where the model decides. */
-static int crowded_algo(orb_coll_t coll, size_t bytes, int nranks, const model_t *m)
+ * the model already takes the chain for small calls up to 5 ranks). A scatter whose whole
+ * input is one piece takes the chain too, packed (orb_ring_scatter_packs): the direct plan's
+ * leaves each send a handshake piece of their own, n - 1 more pieces; 8 ranks on 2 CPUs: 0.81-0.95
+ * of its time at 32 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). The algorithm
+ * the load takes for a call that moves `total` bytes from its root, or -1 where the model decides. */
+static int crowded_algo(orb_coll_t coll, size_t total, int nranks, const model_t *m)
 {
-    return coll == ORB_COLL_BROADCAST && nranks >= 3 && m->nhosts <= 1 && m->intra.ranks_per_cpu > 1 &&
-                   bytes <= ORB_TUNER_ONE_PIECE
+    return (coll == ORB_COLL_BROADCAST || coll == ORB_COLL_SCATTER) && nranks >= 3 && m->nhosts <= 1 &&
+                   m->intra.ranks_per_cpu > 1 && total <= ORB_TUNER_ONE_PIECE
                ? ORB_ALGO_RING
                : -1;
 }
@@ -412,13 +420,15 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     /* no more channels than elements: an empty channel only adds its alpha */
     const size_t elems = coll == ORB_COLL_BARRIER || count == 0 ? 1 : count;
     int ch_max = elems < (size_t)max_channels ? (int)elems : max_channels;
-    if ((orb_coll_p2p(coll) || (orb_coll_rooted(coll) && nranks == 2)) && count * elem_size <= ORB_TUNER_ONE_PIECE) {
+    /* The algorithms the search below considers: the one ORBIT_ALGO names, else the one the
+     * load takes (crowded_algo), else every one but ORDERED. */
+    const size_t total = (coll == ORB_COLL_SCATTER ? (size_t)nranks : 1) * count * elem_size;
+    const int crowded = forced < 0 && !det ? crowded_algo(coll, total, nranks, &m) : -1;
+    if (crowded >= 0 ||
+        ((orb_coll_p2p(coll) || (orb_coll_rooted(coll) && nranks == 2)) && count * elem_size <= ORB_TUNER_ONE_PIECE)) {
         ch_max = 1;
         nchunks = 1; /* (the largest: a slot, or ORBIT_CHUNK_BYTES) */
     }
-    /* The algorithms the search below considers: the one ORBIT_ALGO names, else the one the
-     * load takes (crowded_algo), else every one but ORDERED. */
-    const int crowded = forced < 0 && !det ? crowded_algo(coll, count * elem_size, nranks, &m) : -1;
     const int only = forced >= 0 ? forced : crowded;
     orb_tuner_choice_t best = {.algo = ORB_NUM_ALGOS, .predicted_us = INFINITY};
     double runner_up = INFINITY;

@@ -1,14 +1,16 @@
 /* More ranks than CPUs: the load every rank agrees on at init (comm/comm_links.c,
  * link_intra.ranks_per_cpu: the host's ranks over the CPUs their masks give them between them)
- * and the plan it gets a small broadcast (collectives/tuner.c: the chain up to one piece's bytes,
- * with the reason saying so; from one piece on, whatever the model says). Real processes under
+ * and the plan it gets a small broadcast and scatter (collectives/tuner.c: the chain up to one
+ * piece's bytes, a scatter's n blocks packed in it, with the reason saying so; from one piece
+ * on, whatever the model says). Real processes under
  * orbitrun, every rank started with the CPU mask the test's command gives (meson: taskset), so
  * the load is known whatever machine runs it:
  *   taskset -c 0 orbitrun -n N test_crowded N          (N ranks on one CPU: the load is N)
  *   orbitrun -n N test_crowded 0                       (any machine: no check of the figure,
  *                                                       the plan checked against the load found)
  * Then every rank broadcasts from each root, 8 B to 4 KiB of rank- and position-dependent values,
- * and checks every element. Each rank exits 1 on its own failures. */
+ * and scatters from each root one element a rank to one past the piece (in place at the root
+ * and not), and checks every element. Each rank exits 1 on its own failures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,63 @@ int main(int argc, char **argv)
             FAIL("broadcast of %zu B on %d ranks, %g a CPU: %s (%s), want %s", bytes[b], n, got,
                  orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
     }
+
+    /* The plan of a scatter whose whole input is one block a rank, 1 KiB, and one element a rank
+     * more: up to 1 KiB the chain with all n blocks in one piece (a non-root's scratch holds
+     * them; its lane receives one piece and copies its block out). */
+    const size_t fit = 1024 / (4 * (size_t)n), scounts[] = {1, fit, fit + 1};
+    for (size_t b = 0; b < sizeof scounts / sizeof scounts[0]; b++) {
+        const orb_call_key_t key = {.coll = ORB_COLL_SCATTER, .count = scounts[b], .elem_size = 4, .root = 0};
+        const orb_plan_cache_entry_t *e = NULL;
+        char why[256] = "";
+        const size_t total = 4 * (size_t)n * scounts[b];
+        if (orb_comm_plan(c, &key, &e, why, sizeof why) != ORB_OK || !e) {
+            FAIL("no plan for a scatter of %zu B: %s", total, why);
+            continue;
+        }
+        const int chain = strstr(e->reason, "ranks a CPU: the chain") != NULL;
+        const int should = got > 1 && n >= 3 && total <= 1024;
+        if (chain != should || (should && e->plan.args.algo != ORB_ALGO_RING))
+            FAIL("scatter of %zu B on %d ranks, %g a CPU: %s (%s), want %s", total, n, got,
+                 orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
+        const orb_lane_t *l0 = &e->plan.lanes[0];
+        if (should && rank != 0 &&
+            (e->plan.scratch_count != (size_t)n * scounts[b] || l0->nsteps != 2 ||
+             l0->steps[0].count != (size_t)n * scounts[b]))
+            FAIL("scatter of %zu B on %d ranks, rank %d: scratch %zu, %zu steps of %zu first; want all %zu elements in "
+                 "one piece",
+                 total, n, rank, e->plan.scratch_count, l0->nsteps, l0->nsteps ? l0->steps[0].count : 0,
+                 (size_t)n * scounts[b]);
+    }
+
+    /* Scatters from every root, one element a rank to one past the piece, in place at the root
+     * and not: every rank's block checked element by element. */
+    uint32_t *in = malloc(4 * (size_t)n * (fit + 1)), *out = malloc(4 * (fit + 1));
+    for (int root = 0; root < n && in && out; root++)
+        for (size_t k = 0; k < sizeof scounts / sizeof scounts[0]; k++)
+            for (int call = 0; call < 4; call++) {
+                const size_t cnt = scounts[k];
+                const int inplace = call & 1;
+                for (size_t i = 0; i < (size_t)n * cnt; i++)
+                    in[i] = rank == root ? value(root, i, call) : 0xdeadbeefu;
+                for (size_t i = 0; i < cnt; i++)
+                    out[i] = 0xdeadbeefu;
+                uint32_t *dst = inplace && rank == root ? in + (size_t)root * cnt : out;
+                orb_status_t st = orb_scatter(in, dst, cnt, ORB_UINT32, root, comm, NULL);
+                if (st != ORB_OK) {
+                    FAIL("scatter of %zu a rank from %d: %s: %s", cnt, root, orb_status_name(st),
+                         orb_comm_last_error(comm));
+                    continue;
+                }
+                size_t wrong = 0;
+                for (size_t i = 0; i < cnt; i++)
+                    wrong += dst[i] != value(root, (size_t)rank * cnt + i, call);
+                if (wrong)
+                    FAIL("scatter of %zu a rank from %d, call %d%s: %zu of this rank's elements wrong", cnt, root, call,
+                         inplace ? " (in place at the root)" : "", wrong);
+            }
+    free(in);
+    free(out);
 
     /* Every root, every size the rule covers and one past it: each element checked. */
     uint32_t *buf = malloc(4096);

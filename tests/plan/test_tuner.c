@@ -153,6 +153,9 @@ static double ref_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_t
             return 2 * (n - 1) * R * alpha + 2 * (n - 1) / n * S / b + extra;
         if (coll == ORB_COLL_ALLGATHER || coll == ORB_COLL_REDUCE_SCATTER || coll == ORB_COLL_COMM_SPLIT)
             return (n - 1) * K * alpha + (n - 1) * S / b + extra;
+        if (coll == ORB_COLL_SCATTER && nranks >= 3 && nch == 1 && count > 0 &&
+            (double)nranks * (double)count <= (double)chunk_elems)
+            return (n - 1) * (alpha + n * S / b); /* the root's whole input, one piece a hop */
         if (coll == ORB_COLL_GATHER || coll == ORB_COLL_SCATTER)
             return ((n - 1) * K + n - 2) * hop + extra;
         return (n - 2 + K) * hop + extra; /* broadcast, reduce: the chain */
@@ -269,6 +272,25 @@ static void formulas(void)
         double p = orb_tuner_predict(hand[i].coll, hand[i].algo, 1000, 4, 4, &shm, 256, 2);
         CHECK(close_to(p, hand[i].want), "%s/%s 1000 x 4 B on 4 ranks: predicted %g, by hand %g",
               orb_coll_name(hand[i].coll), orb_algo_name(hand[i].algo), p, hand[i].want);
+    }
+
+    /* The chain scatter packed, by hand: 16 floats a rank on 8 ranks, one channel, chunk 256
+     * elements (>= 8 * 16): 7 hops of all 8 blocks, 7*(1.5 + 512/8000) = 10.948; on two
+     * channels the blocks one by one: s = 32, K = 1, hop = 1.5 + 2*32/8000 = 1.508,
+     * (7*1 + 6)*1.508 + 1.5 = 21.104; chunk 64 elements (< 128): one by one too, s = 64, K = 1,
+     * hop = 1.5 + 64/8000 = 1.508, 13*1.508 = 19.604. */
+    {
+        const struct {
+            size_t chunk;
+            int nch;
+            double want;
+        } sc[] = {{256, 1, 10.948}, {256, 2, 21.104}, {64, 1, 19.604}};
+        for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+            double p = orb_tuner_predict(ORB_COLL_SCATTER, ORB_ALGO_RING, 16, 4, 8, &shm, sc[i].chunk, sc[i].nch);
+            CHECK(close_to(p, sc[i].want),
+                  "ring scatter of 16 x 4 B on 8 ranks, chunk %zu, %d channel(s): predicted %g, by hand %g",
+                  sc[i].chunk, sc[i].nch, p, sc[i].want);
+        }
     }
 
     /* The exchange's second pass, by hand, on the link measured on a Zen 1 VM (0.67 us, 4.76
@@ -510,8 +532,9 @@ static void hosts(void)
 }
 
 /* More ranks than CPUs on one host (orb_link_cost_t.ranks_per_cpu above 1): a broadcast of up to
- * one piece's bytes (ORB_TUNER_ONE_PIECE) on 3 ranks or more takes the chain, and says why;
- * nothing else moves. Each case against the same call with the CPUs not crowded. */
+ * one piece's bytes (ORB_TUNER_ONE_PIECE), or a scatter whose whole input (n blocks) is that, on
+ * 3 ranks or more takes the chain on one channel, and says why; nothing else moves. Each case
+ * against the same call with the CPUs not crowded. */
 static void crowded(void)
 {
     int map[8];
@@ -532,8 +555,15 @@ static void crowded(void)
         {ORB_COLL_BROADCAST, 16, 4, 8, 0.0, 1, 0},    /* unknown */
         {ORB_COLL_BROADCAST, 16, 4, 2, 4.0, 1, 0},    /* two ranks: one piece whatever the plan */
         {ORB_COLL_BROADCAST, 16, 4, 8, 4.0, 2, 0},    /* across hosts */
-        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_SCATTER, 16, 4, 8, 4.0, 1, 0},
-        {ORB_COLL_GATHER, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_ALLREDUCE, 16, 4, 8, 4.0, 1, 0},
+        /* scatter: the root's whole input, n blocks, in one piece */
+        {ORB_COLL_SCATTER, 16, 4, 8, 4.0, 1, 1},      {ORB_COLL_SCATTER, 32, 4, 8, 4.0, 1, 1}, /* 1024 B */
+        {ORB_COLL_SCATTER, 341, 1, 3, 1.5, 1, 1},     /* 1023 B */
+        {ORB_COLL_SCATTER, 33, 4, 8, 4.0, 1, 0},      /* 1056 B: past one piece */
+        {ORB_COLL_SCATTER, 342, 1, 3, 1.5, 1, 0},     /* 1026 B */
+        {ORB_COLL_SCATTER, 16, 4, 8, 1.0, 1, 0},      {ORB_COLL_SCATTER, 16, 4, 2, 4.0, 1, 0},
+        {ORB_COLL_SCATTER, 16, 4, 8, 4.0, 2, 0},
+        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_GATHER, 16, 4, 8, 4.0, 1, 0},
+        {ORB_COLL_ALLREDUCE, 16, 4, 8, 4.0, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         orb_link_cost_t intra = {1.5, 8.0, 0, cases[i].per_cpu}, calm = intra;
@@ -552,6 +582,10 @@ static void crowded(void)
                   "case %zu: %s of %zu B on %d ranks, %g a CPU: %s (%s)", i, orb_coll_name(cases[i].coll),
                   cases[i].count * cases[i].esz, cases[i].n, cases[i].per_cpu, orb_algo_name(t.algo), t.reason);
             CHECK(t.nchannels == 1, "case %zu: the chain on %d channels", i, t.nchannels);
+            if (cases[i].coll == ORB_COLL_SCATTER) /* the chunk holds all n blocks: the plan packs them */
+                CHECK(t.chunk_elems >= (size_t)cases[i].n * cases[i].count,
+                      "case %zu: scatter of %zu x %zu B on %d ranks: chunk %zu elements, under the %zu of one piece", i,
+                      cases[i].count, cases[i].esz, cases[i].n, t.chunk_elems, (size_t)cases[i].n * cases[i].count);
         } else {
             CHECK(t.algo == u.algo && t.chunk_elems == u.chunk_elems && t.nchannels == u.nchannels &&
                       !strstr(t.reason, "ranks a CPU"),
@@ -559,6 +593,19 @@ static void crowded(void)
                   orb_coll_name(cases[i].coll), cases[i].count * cases[i].esz, cases[i].n, cases[i].per_cpu,
                   orb_algo_name(t.algo), t.reason, orb_algo_name(u.algo));
         }
+    }
+    /* The scatter's one piece is the rule's, not the model's: on a link of 0.05 us the model
+     * prices 128 B a rank on 8 ranks cheaper one block at a time (13 hops of 128 B against 7 of
+     * 1 KiB: 13*(0.05 + 0.016) = 0.858 < 7*(0.05 + 0.128) = 1.246 us), and crowded CPUs pay for
+     * pieces, not bytes: the chunk still holds all 8 blocks. */
+    {
+        const orb_link_cost_t fast = {0.05, 8.0, 0, 4.0};
+        orb_tuner_choice_t f;
+        CHECK(orb_tuner_choose(ORB_COLL_SCATTER, 32, 4, 8, &fast, 262144, 2, &f) == ORB_OK && f.algo == ORB_ALGO_RING &&
+                  f.nchannels == 1 && f.chunk_elems >= 8 * 32,
+              "scatter of 32 x 4 B on 8 ranks, 4 a CPU, alpha 0.05 us: %s, chunk %zu, %d channel(s) (%s); want the "
+              "chain with all 256 elements in one chunk",
+              orb_algo_name(f.algo), f.chunk_elems, f.nchannels, f.reason);
     }
     /* where the model takes the tree when the CPUs are not crowded, so that the rule is seen to move it */
     orb_link_cost_t intra = {1.5, 8.0, 0, 4.0}, calm = {1.5, 8.0, 0, 0};
