@@ -6,6 +6,9 @@
 # then the same with NEW_BUILD, the order swapped every repetition. Prints per size the
 # median time of each and new/old (> 1: the new build is slower). -E sets a variable for the
 # NEW runs only: one build against itself with a setting on (ORBIT_TRACE=DIR: what tracing costs).
+# "paired" is the median of new/old over each repetition's two runs, which ran one after the
+# other: where the machine moves between states that shift both (a VM's vCPUs on near or far
+# cores, ranks sharing CPUs), it holds where the two medians' ratio can swing.
 # Each run is bracketed by NEW_BUILD/bench/c2c (a cache line's round trip between the first two
 # CPUs, as bench/compare.sh does: a VM's vCPUs move between cores that share a cache and cores
 # that do not, and small calls' times move with them); -N NS counts only the runs whose
@@ -17,12 +20,12 @@ while getopts "n:r:o:E:N:h" opt; do
     case $opt in
     n) nranks=$OPTARG ;; r) reps=$OPTARG ;; o) outdir=$OPTARG ;; E) new_env+=("$OPTARG") ;;
     N) near_ns=$OPTARG ;;
-    h) sed -n 2,13p "$0"; exit 0 ;;
-    *) sed -n 2,13p "$0" >&2; exit 2 ;;
+    h) sed -n 2,15p "$0"; exit 0 ;;
+    *) sed -n 2,15p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 3 ] || { sed -n 2,13p "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,15p "$0" >&2; exit 2; }
 case $nranks$reps$near_ns in *[!0-9]*) echo "$0: -n, -r and -N take non-negative integers" >&2; exit 2 ;; esac
 old=$1 new=$2 coll=$3
 shift 3
@@ -76,7 +79,7 @@ for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
     counted[which] = counted.get(which, 0) + 1
     for line in open(path):
         r = json.loads(line)
-        rows.setdefault((r["inplace"], r["size"]), {}).setdefault(which, []).append(r["time_us"])
+        rows.setdefault((r["inplace"], r["size"]), {}).setdefault(which, {})[int(rep)] = r["time_us"]
 def fmt(v):  # a run's time: three significant figures (small calls take fractions of a us)
     return f"{v:.3g}" if v < 100 else f"{v:.0f}"
 for inplace in (False, True):
@@ -86,13 +89,18 @@ for inplace in (False, True):
     runs = (f"median of the runs with both brackets under {near_ns} ns (old {counted.get('old', 0)}, "
             f"new {counted.get('new', 0)} of {reps})" if near_ns else f"median of {reps} runs each")
     print(f"# {coll}  nranks {nranks}  {runs}  {'in-place' if inplace else 'out-of-place'}")
-    print(f"# {'size(B)':>10} {'old(us)':>10} {'new(us)':>10} {'new/old':>8}   old runs / new runs (us)")
+    print(f"# {'size(B)':>10} {'old(us)':>10} {'new(us)':>10} {'new/old':>8} {'paired':>7}   old runs / new runs (us)")
     for s in sizes:
-        o, n = rows[(inplace, s)].get("old", []), rows[(inplace, s)].get("new", [])
-        if not o or not n:
+        od, nd = rows[(inplace, s)].get("old", {}), rows[(inplace, s)].get("new", {})
+        if not od or not nd:
             continue
+        o, n = [od[k] for k in sorted(od)], [nd[k] for k in sorted(nd)]
         mo, mn = statistics.median(o), statistics.median(n)
-        print(f"  {s:>10} {mo:>10.2f} {mn:>10.2f} {mn / mo:>8.3f}   "
+        # run i of each side ran next to each other: the machine's state, which moves the times
+        # of both by more than most changes do (bimodal on a VM), cancels in their ratio
+        both = sorted(set(od) & set(nd))
+        paired = f"{statistics.median(nd[k] / od[k] for k in both):>7.3f}" if both else f"{'-':>7}"
+        print(f"  {s:>10} {mo:>10.2f} {mn:>10.2f} {mn / mo:>8.3f} {paired}   "
               f"{' '.join(fmt(v) for v in o)} / {' '.join(fmt(v) for v in n)}")
 for w in ("old", "new"):
     runs = sorted((int(r), br) for (x, r), br in brackets.items() if x == w)
