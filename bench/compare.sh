@@ -115,6 +115,7 @@ def near(backend, rep):
     return br is not None and None not in br and max(br) < near_ns
 
 rows = {}  # (inplace, size) -> backend -> list of (time_us, busbw)
+by_rep = {}  # (inplace, size) -> backend -> rep -> time_us
 wrong = {}
 counted = {}  # backend -> runs whose figures count
 for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -127,6 +128,7 @@ for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
             r = json.loads(line)
             key = (r["inplace"], r["size"])
             rows.setdefault(key, {}).setdefault(backend, []).append((r["time_us"], r["busbw"]))
+            by_rep.setdefault(key, {}).setdefault(backend, {})[int(rep)] = r["time_us"]
             if r["wrong"]:
                 wrong[backend] = wrong.get(backend, 0) + r["wrong"]
 
@@ -143,9 +145,9 @@ for inplace in (False, True):
     runs = (f"median of the runs with both brackets under {near_ns} ns (custom {counted.get('custom', 0)}, "
             f"mpi {counted.get('mpi', 0)} of {reps})" if near_ns else f"median of {reps} runs per backend")
     print(f"# {coll}  nranks {nranks}  {runs}  {'in-place' if inplace else 'out-of-place'}")
-    print(f"# {'size':>10}  {'custom':>24}  {'mpi':>24}  {'custom/mpi':>10}")
+    print(f"# {'size':>10}  {'custom':>24}  {'mpi':>24}  {'custom/mpi':>10}  {'paired':>7}")
     print(f"# {'(B)':>10}  {'time(us)':>12}{'busbw(GB/s)':>12}  {'time(us)':>12}"
-          f"{'busbw(GB/s)':>12}  {'(time)':>10}")
+          f"{'busbw(GB/s)':>12}  {'(time)':>10}  {'(time)':>7}")
     for s in sizes:
         b = rows[(inplace, s)]
         cells = []
@@ -159,9 +161,15 @@ for inplace in (False, True):
             line += "  " + (f"{c[0]:>12.2f}{c[1]:>12.3f}" if c else f"{'N/A':>12}{'N/A':>12}")
         ratio = cells[0][0] / cells[1][0] if cells[0] and cells[1] and cells[1][0] > 0 else None
         line += f"  {ratio:>10.2f}" if ratio is not None else f"  {'N/A':>10}"
+        # each repetition's two runs ran one after the other: their ratio, median over the
+        # repetitions, holds where the machine's state moves both (docs/bench.md)
+        pr = by_rep.get((inplace, s), {})
+        both = sorted(set(pr.get("custom", {})) & set(pr.get("mpi", {})))
+        line += (f"  {statistics.median(pr['custom'][k] / pr['mpi'][k] for k in both):>7.2f}" if both
+                 else f"  {'N/A':>7}")
         print(line)
     print("#")
-print("# custom/mpi (time) below 1: orbit is faster")
+print("# custom/mpi (time) below 1: orbit is faster; paired: the median of each repetition's custom/mpi")
 if brackets:
     for name in ("custom", "mpi"):
         runs = sorted((int(r), br) for (b, r), br in brackets.items() if b == name)
