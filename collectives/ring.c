@@ -295,11 +295,12 @@ orb_status_t orb_ring_gather(orb_plan_t *plan)
 }
 
 /* Scatter along the chain root -> next -> ...: where the root's whole input fits one chunk on
- * one channel (orb_ring_scatter_packs) it travels as one piece; otherwise each round the root sends the pieces of the
- * farthest rank first, so a rank at distance d forwards the pieces of distances n-1 .. d+1
- * as they pass and keeps the last one, its own. A forwarded piece is written to the rank's
- * own output on its way (RECV_COPY_SEND needs a destination) and overwritten by the rank's
- * own piece, which arrives after all of them: a scatter non-root has exactly that output. */
+ * one channel (orb_ring_scatter_packs) it travels as one piece; otherwise each round the root
+ * sends the pieces of the farthest rank first, so a rank at distance d forwards the pieces of
+ * distances n-1 .. d+1 as they pass and keeps the last one, its own. A forwarded piece is
+ * written to the rank's own output on its way (RECV_COPY_SEND needs a destination) and
+ * overwritten by the rank's own piece, which arrives after all of them: a scatter non-root has
+ * exactly that output. */
 orb_status_t orb_ring_scatter(orb_plan_t *plan)
 {
     const orb_plan_args_t *a = &plan->args;
@@ -318,14 +319,16 @@ orb_status_t orb_ring_scatter(orb_plan_t *plan)
         const size_t all = (size_t)n * a->count;
         if (d == 0) {
             orb_emit(lane, &st, orb_step_make(ORB_STEP_SEND, ORB_BUF_INPUT, next, -1, 0, 0, all, 0));
-            orb_emit(lane, &st, orb_step_make(ORB_STEP_COPY, ORB_BUF_INPUT, -1, -1, block(a, a->rank), 0, a->count, 0));
+            orb_emit(lane, &st,
+                     orb_step_make(ORB_STEP_COPY, ORB_BUF_INPUT, -1, -1, block(a, a->rank), 0, a->count, 0));
             return st;
         }
         plan->scratch_count = all;
         const orb_step_kind_t k = d < n - 1 ? ORB_STEP_RECV_COPY_SEND : ORB_STEP_RECV;
         orb_emit(lane, &st,
                  orb_step_make(k, ORB_BUF_OUTPUT, d < n - 1 ? next : -1, prev, 0, 0, all, ORB_STEP_DST_SCRATCH));
-        orb_emit(lane, &st, orb_step_make(ORB_STEP_COPY, ORB_BUF_SCRATCH, -1, -1, block(a, a->rank), 0, a->count, 0));
+        orb_emit(lane, &st,
+                 orb_step_make(ORB_STEP_COPY, ORB_BUF_SCRATCH, -1, -1, block(a, a->rank), 0, a->count, 0));
         return st;
     }
 

@@ -322,9 +322,10 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
  * chain's time at 8 B-1 KiB and the chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07;
  * the model already takes the chain for small calls up to 5 ranks). A scatter whose whole
  * input is one piece takes the chain too, packed (orb_ring_scatter_packs): the direct plan's
- * leaves each send a handshake piece of their own, n - 1 more pieces; 8 ranks on 2 CPUs: 0.81-0.95
- * of its time at 32 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). The algorithm
- * the load takes for a call that moves `total` bytes from its root, or -1 where the model decides. */
+ * leaves each send a handshake piece of their own, n - 1 more pieces; 3-8 ranks on 2 CPUs:
+ * 0.77-0.90 of its time at 64 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). The
+ * algorithm the load takes for a call that moves `total` bytes from its root, or -1 where the
+ * model decides. */
 static int crowded_algo(orb_coll_t coll, size_t total, int nranks, const model_t *m)
 {
     return (coll == ORB_COLL_BROADCAST || coll == ORB_COLL_SCATTER) && nranks >= 3 && m->nhosts <= 1 &&
