@@ -155,7 +155,7 @@ static double flat_predict(orb_coll_t coll, orb_algo_t algo, size_t count, size_
         case ORB_COLL_SCATTER:
             if (orb_ring_scatter_packs(nranks, count, chunk_elems, nchannels)) /* all n blocks a hop */
                 return (n - 1) * (a + n * S / b);
-            return ((n - 1) * K + n - 2) * hop + chan;
+            /* fall through - one block a piece, as the gather's */
         case ORB_COLL_GATHER:
             return ((n - 1) * K + n - 2) * hop + chan;
         default:
@@ -324,10 +324,11 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
  * input is one piece takes the chain too, packed (orb_ring_scatter_packs): the direct plan's
  * leaves each send a handshake piece of their own, n - 1 more pieces; 3-8 ranks on 2 CPUs:
  * 0.77-0.90 of its time at 64 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). The
- * algorithm the load takes for a call that moves `total` bytes from its root, or -1 where the
- * model decides. */
-static int crowded_algo(orb_coll_t coll, size_t total, int nranks, const model_t *m)
+ * algorithm the load takes for a call of `bytes` a rank (a scatter's root moves n such blocks),
+ * or -1 where the model decides. */
+static int crowded_algo(orb_coll_t coll, size_t bytes, int nranks, const model_t *m)
 {
+    const size_t total = (coll == ORB_COLL_SCATTER ? (size_t)nranks : 1) * bytes;
     return (coll == ORB_COLL_BROADCAST || coll == ORB_COLL_SCATTER) && nranks >= 3 && m->nhosts <= 1 &&
                    m->intra.ranks_per_cpu > 1 && total <= ORB_TUNER_ONE_PIECE
                ? ORB_ALGO_RING
@@ -423,8 +424,7 @@ static orb_status_t choose(orb_coll_t coll, size_t count, size_t elem_size, int 
     int ch_max = elems < (size_t)max_channels ? (int)elems : max_channels;
     /* The algorithms the search below considers: the one ORBIT_ALGO names, else the one the
      * load takes (crowded_algo), else every one but ORDERED. */
-    const size_t total = (coll == ORB_COLL_SCATTER ? (size_t)nranks : 1) * count * elem_size;
-    const int crowded = forced < 0 && !det ? crowded_algo(coll, total, nranks, &m) : -1;
+    const int crowded = forced < 0 && !det ? crowded_algo(coll, count * elem_size, nranks, &m) : -1;
     if (crowded >= 0 ||
         ((orb_coll_p2p(coll) || (orb_coll_rooted(coll) && nranks == 2)) && count * elem_size <= ORB_TUNER_ONE_PIECE)) {
         ch_max = 1;

@@ -28,6 +28,27 @@ static int rank, failed;
         failed = 1;                                 \
     } while (0)
 
+/* The plan the plan cache gives a call of coll, count 4-byte elements from root 0, whose root
+ * moves `total` bytes: the chain by the load rule where the load is above 1 on 3 ranks or more
+ * and total is at most 1 KiB, else the model's choice. NULL (a failure said) without one. */
+static const orb_plan_cache_entry_t *plan_checked(struct orb_comm *c, orb_coll_t coll, size_t count, size_t total,
+                                                  int n, double load)
+{
+    const orb_call_key_t key = {.coll = coll, .count = count, .elem_size = 4, .root = 0};
+    const orb_plan_cache_entry_t *e = NULL;
+    char why[256] = "";
+    if (orb_comm_plan(c, &key, &e, why, sizeof why) != ORB_OK || !e) {
+        FAIL("no plan for a %s of %zu B: %s", orb_coll_name(coll), total, why);
+        return NULL;
+    }
+    const int chain = strstr(e->reason, "ranks a CPU: the chain") != NULL;
+    const int should = load > 1 && n >= 3 && total <= 1024;
+    if (chain != should || (should && e->plan.args.algo != ORB_ALGO_RING))
+        FAIL("%s of %zu B on %d ranks, %g a CPU: %s (%s), want %s", orb_coll_name(coll), total, n, load,
+             orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
+    return e;
+}
+
 static uint32_t value(int root, size_t i, int call) { return (uint32_t)(root * 1000003u + i * 7919u + (unsigned)call); }
 
 int main(int argc, char **argv)
@@ -48,39 +69,19 @@ int main(int argc, char **argv)
 
     /* The plan of a broadcast of 64 B and of 4 KiB, as the plan cache gives it any call. */
     static const size_t bytes[] = {64, 1024, 4096};
-    for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++) {
-        const orb_call_key_t key = {.coll = ORB_COLL_BROADCAST, .count = bytes[b] / 4, .elem_size = 4, .root = 0};
-        const orb_plan_cache_entry_t *e = NULL;
-        char why[256] = "";
-        if (orb_comm_plan(c, &key, &e, why, sizeof why) != ORB_OK || !e) {
-            FAIL("no plan for a broadcast of %zu B: %s", bytes[b], why);
-            continue;
-        }
-        const int chain = strstr(e->reason, "ranks a CPU: the chain") != NULL;
-        const int should = got > 1 && n >= 3 && bytes[b] <= 1024;
-        if (chain != should || (should && e->plan.args.algo != ORB_ALGO_RING))
-            FAIL("broadcast of %zu B on %d ranks, %g a CPU: %s (%s), want %s", bytes[b], n, got,
-                 orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
-    }
+    for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++)
+        plan_checked(c, ORB_COLL_BROADCAST, bytes[b] / 4, bytes[b], n, got);
 
     /* The plan of a scatter whose whole input is one block a rank, 1 KiB, and one element a rank
      * more: up to 1 KiB the chain with all n blocks in one piece (a non-root's scratch holds
      * them; its lane receives one piece and copies its block out). */
     const size_t fit = 1024 / (4 * (size_t)n), scounts[] = {1, fit, fit + 1};
     for (size_t b = 0; b < sizeof scounts / sizeof scounts[0]; b++) {
-        const orb_call_key_t key = {.coll = ORB_COLL_SCATTER, .count = scounts[b], .elem_size = 4, .root = 0};
-        const orb_plan_cache_entry_t *e = NULL;
-        char why[256] = "";
         const size_t total = 4 * (size_t)n * scounts[b];
-        if (orb_comm_plan(c, &key, &e, why, sizeof why) != ORB_OK || !e) {
-            FAIL("no plan for a scatter of %zu B: %s", total, why);
+        const orb_plan_cache_entry_t *e = plan_checked(c, ORB_COLL_SCATTER, scounts[b], total, n, got);
+        if (!e)
             continue;
-        }
-        const int chain = strstr(e->reason, "ranks a CPU: the chain") != NULL;
         const int should = got > 1 && n >= 3 && total <= 1024;
-        if (chain != should || (should && e->plan.args.algo != ORB_ALGO_RING))
-            FAIL("scatter of %zu B on %d ranks, %g a CPU: %s (%s), want %s", total, n, got,
-                 orb_algo_name(e->plan.args.algo), e->reason, should ? "the chain by the load rule" : "the model's");
         const orb_lane_t *l0 = &e->plan.lanes[0];
         if (should && rank != 0 &&
             (e->plan.scratch_count != (size_t)n * scounts[b] || l0->nsteps != 2 ||
