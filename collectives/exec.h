@@ -75,7 +75,11 @@ typedef struct {
 } orb_exec_op_t;
 
 /* orb_exec_op_t.vouch */
-enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2 };
+/* ORB_VOUCH_CHAIN: the root of a chain broadcast or scatter of 3 ranks or more whose last rank
+ * (its ring neighbour before it) vouches (ORB_VOUCH_CHECKS) and sends it nothing: while it waits
+ * for room, a piece from that neighbour (but a LATE handshake) means the two disagreed (strays,
+ * exec_cpu.c). */
+enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2, ORB_VOUCH_CHAIN = 3 };
 
 /* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on
  * channel 0. Every later run takes those that are in before anything else from that peer on

@@ -1117,18 +1117,54 @@ static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
     }
 }
 
+/* The last hop of a chain (ring plan) broadcast or scatter of 3 ranks or more: its last rank
+ * (the root's ring neighbour before it, which only receives) checks its forwarder's signature on
+ * every piece, as every rank of the chain does, and sends the root no handshake of its own; the
+ * root (which only sends) expects none. That handshake was a piece of its own on every call,
+ * a FIFO slot and a wake-up of the root's CPU: with more ranks than CPUs, a fifth of a small
+ * chain call's time (docs/perf.md). What it told the root, the chain tells already: each rank
+ * checks the one before it, so a last rank that agrees with its forwarder agrees with the root.
+ * A last rank in another call is found all the same: where it receives from its forwarder, by
+ * the signature on the piece; where it does not, by the forwarder's piece it meets at its next
+ * call (a root of its own leaves that handshake due), or, while the root waits for room, by the
+ * root, which then reads the last rank's FIFO for pieces it would never take (strays,
+ * ORB_VOUCH_CHAIN). A last rank that waits ORB_EXEC_UNMERGE_S for nothing sends its signature
+ * LATE, as a vouching rank of two does, and the root compares such a piece with its call of
+ * that number (kept in the history, orb_exec_vouched_call) when it next reads that FIFO. Both
+ * decide from their own call alone (root, algorithm, their plan's moves): ranks that agree on
+ * the call decide alike. */
+static inline void chain_vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
+{
+    const orb_plan_args_t *pa = &o->plan->args;
+    if (pa->algo != ORB_ALGO_RING || (pa->coll != ORB_COLL_BROADCAST && pa->coll != ORB_COLL_SCATTER))
+        return;
+    const unsigned m = o->plan->moves;
+    if (pa->rank == pa->root && (m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
+        o->vouch = ORB_VOUCH_CHAIN;
+        o->sync_recvd = 1;
+        orb_exec_vouched_call(env->due, &o->sig);
+    } else if (o->sync_next == pa->root && (m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
+        /* the forwarder's handshake still comes in (on its piece, or on its own where it
+         * waited for its own neighbour: unmerge) */
+        o->vouch = ORB_VOUCH_CHECKS;
+        o->sync_merge = ORB_SYNC_VOUCH;
+        o->sync_sent = 1;
+    }
+}
+
 /* A sender to a vouching peer that waits (a full FIFO, or a run that may not defer waiting for
  * the peer to take its pieces): a piece of the peer's that it never receives (any but a LATE
- * handshake) means the two disagreed, as two senders do. Returns 0 when there is nothing to
- * see, or a negative status. */
+ * handshake) means the two disagreed, as two senders do. So too a chain's root (ORB_VOUCH_CHAIN)
+ * waiting for room, and a piece of its last rank's, whose call takes nothing from it. Returns 0
+ * when there is nothing to see, or a negative status. */
 static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *err, size_t errlen)
 {
     const orb_exec_due_t *d = env->due;
     int peer = -1;
     const orb_slot_hdr_t *mine = NULL;
     for (int i = 0; i < nops; i++)
-        if (ops[i].vouch == ORB_VOUCH_TRUSTED) {
-            peer = ops[i].sync_next;
+        if (ops[i].vouch == ORB_VOUCH_TRUSTED || ops[i].vouch == ORB_VOUCH_CHAIN) {
+            peer = ops[i].vouch == ORB_VOUCH_CHAIN ? ops[i].sync_prev : ops[i].sync_next;
             mine = &ops[i].sig;
         }
     if (nops == 0 && d && d->confirm_pos)
@@ -1168,8 +1204,8 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
                             : first->recv_peer == o->sync_prev ? ORB_SYNC_AFTER_RECV
                                                                : 0;
         o->vouch = ORB_VOUCH_NONE;
-        if (nops == 1 && env->nranks == 2 && o->sync_next >= 0 && o->sync_defer && env->due)
-            vouch_setup(env, o);
+        if (nops == 1 && o->sync_next >= 0 && o->sync_defer && env->due)
+            (env->nranks == 2 ? vouch_setup : chain_vouch_setup)(env, o);
     }
 
     /* Calls of one lane of small pieces: the first pass streamlined (most end in it) */

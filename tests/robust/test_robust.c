@@ -9,8 +9,14 @@
  *                          receives afterwards (it starts once rank 0's send has returned) is
  *                          what the buffer held during the call
  *   test_robust runahead   rank 0 returns from as many broadcasts as a FIFO has slots before the
- *                          others make one (16; with 80 slots the cap, 64), not from one more;
- *                          a disagreement at the 5th of 8 is still reported
+ *                          others make one (16, 80, 300; deeper, the cap of due handshakes, 256,
+ *                          where it waits for its neighbour's), not from one more; a disagreement at the
+ *                          5th of 8 is still reported
+ *   test_robust lastvouch  chains (ORBIT_ALGO=ring, 3 ranks or more): the root's ring neighbour
+ *                          before it, the chain's last rank, vouches and sends the root no
+ *                          handshake; it alone making another call (count, root, collective) is
+ *                          ORB_ERR_MISMATCH on every rank within the call and a barrier, naming
+ *                          its call and another rank's
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -603,10 +609,11 @@ static int mark_seen(const char *what, int peer)
 /* 1. With FIFOs of `slots` large slots and `small` small ones, rank 0 returns from `window`
  * broadcasts of 64 bytes before any other rank makes one, and not from one more: window = the
  * deeper ring (16 large slots and no small ring: 16; 8 large and 16 small: 16; 80 small: 80),
- * or with more than two ranks the cap where the FIFO is deeper (300 small slots: 256, the window
- * of due handshakes and not a full FIFO stops the root). Two ranks over shared memory: the
- * receiver vouches for the root's calls (collectives/exec.h, ORB_SYNC_VOUCH), none is left due,
- * and the full small ring stops it (300). */
+ * or with more than two ranks the cap where the FIFO is deeper (a tree with 600 small slots: 256,
+ * the window of due handshakes and not a full FIFO stops the root). Where no handshake comes back to the
+ * root, none is left due and the full small ring stops it (300): two ranks over shared memory,
+ * whose receiver vouches for the root's calls (collectives/exec.h, ORB_SYNC_VOUCH), and a chain
+ * (ORBIT_ALGO=ring), whose last rank vouches for its forwarder's (ORB_VOUCH_CHAIN). */
 static void runahead_window(const char *slots, const char *small, int window)
 {
     setenv("ORBIT_SHM_SLOTS", slots, 1);
@@ -684,7 +691,17 @@ static int mode_runahead(void)
     runahead_window("16", "0", 16);
     runahead_window("8", "16", 16);
     runahead_window("8", "80", 80);
-    runahead_window("8", "300", nranks == 2 ? 300 : RUNAHEAD_CAP);
+    if (nranks == 2) {
+        runahead_window("8", "300", 300);
+    } else { /* the tree waits for its ring neighbour's handshake (and sends its ring neighbour
+              * two pieces a call, the handshake on its own: 600 slots hold 300 calls); a chain
+              * for none */
+        setenv("ORBIT_ALGO", "tree", 1);
+        runahead_window("8", "600", RUNAHEAD_CAP);
+        setenv("ORBIT_ALGO", "ring", 1);
+        runahead_window("8", "300", 300);
+        unsetenv("ORBIT_ALGO");
+    }
     /* parts 2 and 3: FIFOs deeper than the 8 calls rank 0 runs ahead */
     setenv("ORBIT_SHM_SLOTS", "16", 1);
     unsetenv("ORBIT_SHM_SMALL_SLOTS");
@@ -743,6 +760,99 @@ static int mode_runahead(void)
     return finish(rank == 0 ? 8 : 12);
 }
 
+/* ---- lastvouch ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int scatter; /* 0 broadcast, 1 scatter, 2 allreduce */
+    size_t count;
+    int root;
+    orb_dtype_t dtype;
+} chain_call_t;
+
+static orb_status_t chain_call(orb_comm_t c, const chain_call_t *s, float *a, float *b)
+{
+    if (s->scatter == 2)
+        return orb_allreduce(a, b, s->count, s->dtype, ORB_SUM, c, NULL);
+    return s->scatter ? orb_scatter(a, b, s->count, s->dtype, s->root, c, NULL)
+                      : orb_broadcast(a, b, s->count, s->dtype, s->root, c, NULL);
+}
+
+/* "called broadcast #1 (count 16, float32, root 0)", as docs/errors.md words a signature */
+static void chain_text(const chain_call_t *s, char *buf, size_t len)
+{
+    static const char *colls[] = {"broadcast", "scatter", "allreduce"};
+    char rt[32] = ", sum";
+    if (s->scatter != 2)
+        snprintf(rt, sizeof rt, ", root %d", s->root);
+    snprintf(buf, len, "called %s #1 (count %zu, %s%s)", colls[s->scatter], s->count,
+             s->dtype == ORB_INT32 ? "int32" : "float32", rt);
+}
+
+/* A chain broadcast or scatter of 3 ranks or more sends its root no handshake from its last
+ * rank (collectives/exec_cpu.c, chain_vouch_setup): the last rank checks its forwarder's
+ * pieces, and the root, which never receives from it, expects nothing. Here the last rank
+ * (rank n-1, the ring being 0 1 .. n-1 on these machines' one NUMA node) alone calls something
+ * else, where the root (rank 0) and the forwarders agree: every rank must still end in
+ * ORB_ERR_MISMATCH, within its call and a barrier, whose message names rank n-1's call and
+ * another rank's. */
+static int mode_lastvouch(void)
+{
+    if (getenv("RANK") && getenv("WORLD_SIZE") && atoi(getenv("WORLD_SIZE")) < 3) {
+        printf("lastvouch: a chain has a last rank apart from its root from 3 ranks on\n");
+        return 77;
+    }
+    static const chain_call_t cases[][2] = { /* the last rank's call, everyone else's */
+        {{"broadcast count 17", 0, 17, 0, ORB_FLOAT32}, {"count 16", 0, 16, 0, ORB_FLOAT32}},
+        /* pieces of the same size: only the signature on them tells */
+        {{"broadcast int32", 0, 16, 0, ORB_INT32}, {"float32", 0, 16, 0, ORB_FLOAT32}},
+        /* the last rank roots a chain of its own: it sends to rank 0 and leaves its forwarder's
+         * handshake due, to find it at its next call */
+        {{"broadcast root n-1", 0, 16, -1, ORB_FLOAT32}, {"root 0", 0, 16, 0, ORB_FLOAT32}},
+        /* the packed chain (n blocks in one piece) */
+        {{"scatter count 5", 1, 5, 0, ORB_FLOAT32}, {"count 4", 1, 4, 0, ORB_FLOAT32}},
+        {{"scatter int32", 1, 4, 0, ORB_INT32}, {"float32", 1, 4, 0, ORB_FLOAT32}},
+        {{"broadcast", 0, 16, 0, ORB_FLOAT32}, {"scatter", 1, 16, 0, ORB_FLOAT32}},
+        {{"allreduce", 2, 16, 0, ORB_FLOAT32}, {"broadcast", 0, 16, 0, ORB_FLOAT32}},
+    };
+    const size_t ncases = sizeof cases / sizeof cases[0];
+    float a[64 * 16], b[64 * 16];
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        a[i] = (float)i;
+    setenv("ORBIT_ALGO", "ring", 1);
+    for (size_t i = 0; i < ncases; i++) {
+        orb_comm_t c = init();
+        if (nranks < 3) {
+            orb_comm_destroy(c);
+            printf("lastvouch: a chain has a last rank apart from its root from 3 ranks on\n");
+            return 77;
+        }
+        chain_call_t mine = cases[i][rank == nranks - 1 ? 0 : 1], odd = cases[i][0];
+        if (mine.root < 0)
+            mine.root = nranks - 1;
+        if (odd.root < 0)
+            odd.root = nranks - 1;
+        const double t0 = now();
+        orb_status_t st = chain_call(c, &mine, a, b), first = st;
+        if (st == ORB_OK)
+            st = orb_barrier(c);
+        const double took = now() - t0;
+        const char *msg = orb_comm_last_error(c);
+        char detail[2048], last_text[160], other_text[128], want[200];
+        chain_text(&odd, last_text, sizeof last_text);
+        chain_text(&cases[i][1], other_text, sizeof other_text);
+        snprintf(want, sizeof want, "rank %d %s", nranks - 1, last_text);
+        snprintf(detail, sizeof detail, "case \"%s\" (rank %d) vs \"%s\": got %s%s after %.2f s: %s", cases[i][0].name,
+                 nranks - 1, cases[i][1].name, first == ORB_OK ? "OK, then " : "", orb_status_name(st), took, msg);
+        check(st == ORB_ERR_MISMATCH && took < 2.0, "the chain's last rank disagrees: mismatch", detail);
+        check(strstr(msg, want) && strstr(msg, other_text) && strstr(msg, " but rank "),
+              "the message names the last rank's call and another rank's", detail);
+        orb_comm_destroy(c);
+    }
+    unsetenv("ORBIT_ALGO");
+    return finish(2 * (int)ncases);
+}
+
 /* ---- vouch ----------------------------------------------------------------------------- */
 
 static float vouch_value(int call, int r, size_t i) { return (float)(call * 10000 + r * 100 + (int)i); }
@@ -792,29 +902,40 @@ static int mode_vouch(void)
 
     /* 2. Ranks that each call themselves the root keep broadcasting: with two, both send and
      * neither receives, so each fills the other's FIFO (128 small slots), waits for room, and
-     * names the piece of the other's it never took, well before ORBIT_TIMEOUT; with three, the
-     * window of 128 due handshakes (as many as a FIFO's small slots) stops them. */
-    c = init();
-    st = ORB_OK;
-    const double t0 = now();
-    for (k = 1; k <= 300 && st == ORB_OK; k++)
-        st = orb_broadcast(a, a, N, ORB_FLOAT32, rank == 0 ? 0 : 1, c, NULL);
-    const double took = now() - t0;
-    const char *msg = orb_comm_last_error(c);
-    snprintf(detail, sizeof detail, "broadcast %d: %s after %.2f s: %s", k - 1, orb_status_name(st), took, msg);
-    check(st == ORB_ERR_MISMATCH && took < 2.0, "senders that disagree on the root: mismatch", detail);
-    if (nranks == 2)
-        check(strstr(msg, "broadcast #1 (count 16, float32, root 0)") &&
-                  strstr(msg, "broadcast #1 (count 16, float32, root 1)"),
-              "the message names both first broadcasts", detail);
-    orb_comm_destroy(c);
-    return finish(nranks == 2 ? 4 : 3);
+     * names the piece of the other's it never took, well before ORBIT_TIMEOUT; with three, in
+     * the tree (ORBIT_ALGO=tree) the window of 128 due handshakes (as many as a FIFO's small slots) stops
+     * them; in a chain (ORBIT_ALGO=ring) rank 0, root of its own, gets no handshake to wait for:
+     * its full FIFO stops it, and there it names the piece of its last rank's (rank 2 forwards
+     * root 1's calls to it) that it never took. */
+    const char *algos[2] = {nranks == 2 ? NULL : "tree", "ring"};
+    for (int x = 0; x < (nranks == 2 ? 1 : 2); x++) {
+        if (algos[x])
+            setenv("ORBIT_ALGO", algos[x], 1);
+        c = init();
+        st = ORB_OK;
+        const double t0 = now();
+        for (k = 1; k <= 300 && st == ORB_OK; k++)
+            st = orb_broadcast(a, a, N, ORB_FLOAT32, rank == 0 ? 0 : 1, c, NULL);
+        const double took = now() - t0;
+        const char *msg = orb_comm_last_error(c);
+        char what[160];
+        snprintf(detail, sizeof detail, "broadcast %d: %s after %.2f s: %s", k - 1, orb_status_name(st), took, msg);
+        snprintf(what, sizeof what, "senders that disagree on the root: mismatch%s%s", algos[x] ? ", ORBIT_ALGO=" : "",
+                 algos[x] ? algos[x] : "");
+        check(st == ORB_ERR_MISMATCH && took < 2.0, what, detail);
+        if (nranks == 2 || x == 1) /* (a chain: rank 2's first piece for rank 0 is the one found) */
+            check(strstr(msg, "(count 16, float32, root 0)") && strstr(msg, "(count 16, float32, root 1)"),
+                  "the message names both roots' broadcasts", detail);
+        orb_comm_destroy(c);
+        unsetenv("ORBIT_ALGO");
+    }
+    return finish(nranks == 2 ? 4 : 5);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_robust mismatch|vmismatch|timeout|abort|stranger|tcpsettle|runahead|vouch|chaos SEED "
+        fprintf(stderr, "usage: test_robust mismatch|vmismatch|timeout|abort|stranger|tcpsettle|runahead|vouch|lastvouch|chaos SEED "
                         "[half]\n");
         return 2;
     }
@@ -839,6 +960,8 @@ int main(int argc, char **argv)
         return mode_runahead();
     if (!strcmp(argv[1], "vouch"))
         return mode_vouch();
+    if (!strcmp(argv[1], "lastvouch"))
+        return mode_lastvouch();
     if (!strcmp(argv[1], "forever")) { /* for the launcher-kill test */
         orb_comm_t c = init();
         float x = 1, y;
