@@ -70,15 +70,16 @@ typedef struct {
      * one way only (ORB_VOUCH_*): the rank that receives checks the sender's signature on
      * every piece and sends no handshake of its own (ORB_SYNC_VOUCH, unless it waits
      * ORB_EXEC_UNMERGE_S: then a LATE one); the rank that sends expects none. An empty
-     * handshake piece the other way was a third of a small rooted call's time. */
+     * handshake piece the other way was a third of a small rooted call's time. So too the
+     * last and first ranks of a chain of 3 or more (ORB_VOUCH_CHAIN below). */
     int vouch;
 } orb_exec_op_t;
 
 /* orb_exec_op_t.vouch */
-/* ORB_VOUCH_CHAIN: the root of a chain broadcast or scatter of 3 ranks or more whose last rank
- * (its ring neighbour before it) vouches (ORB_VOUCH_CHECKS) and sends it nothing: while it waits
- * for room, a piece from that neighbour (but a LATE handshake) means the two disagreed (strays,
- * exec_cpu.c). */
+/* ORB_VOUCH_CHAIN: the first rank of a chain of 3 ranks or more (a broadcast's or scatter's root,
+ * a reduce's or gather's ring neighbour after the root), whose last rank (its ring neighbour
+ * before it) vouches (ORB_VOUCH_CHECKS) and sends it nothing: while it waits for room, a piece
+ * from that neighbour (but a LATE handshake) means the two disagreed (strays, exec_cpu.c). */
 enum { ORB_VOUCH_NONE = 0, ORB_VOUCH_CHECKS = 1, ORB_VOUCH_TRUSTED = 2, ORB_VOUCH_CHAIN = 3 };
 
 /* Handshake pieces that calls returned without (sync_defer), per peer in call order, all on

@@ -1117,34 +1117,39 @@ static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
     }
 }
 
-/* The last hop of a chain (ring plan) broadcast or scatter of 3 ranks or more: its last rank
- * (the root's ring neighbour before it, which only receives) checks its forwarder's signature on
- * every piece, as every rank of the chain does, and sends the root no handshake of its own; the
- * root (which only sends) expects none. That handshake was a piece of its own on every call,
- * a FIFO slot and a wake-up of the root's CPU: with more ranks than CPUs, a fifth of a small
- * chain call's time (docs/perf.md). What it told the root, the chain tells already: each rank
- * checks the one before it, so a last rank that agrees with its forwarder agrees with the root.
- * A last rank in another call is found all the same: where it receives from its forwarder, by
- * the signature on the piece; where it does not, by the forwarder's piece it meets at its next
- * call (a root of its own leaves that handshake due), or, while the root waits for room, by the
- * root, which then reads the last rank's FIFO for pieces it would never take (strays,
+/* The hop of a chain (a rooted ring plan of 3 ranks or more) that closes the ring: its rank that
+ * only receives (a broadcast's or scatter's last rank, the root's ring neighbour before it; a
+ * reduce's or gather's root) checks the signature on every piece of its ring neighbour before
+ * it, as every rank of the chain but the first does, and sends no handshake to its neighbour
+ * after it, the chain's first rank, which only sends (the root; the root's neighbour after it)
+ * and expects none. That handshake was a piece of its own on every call, a FIFO slot and a
+ * wake-up: with more ranks than CPUs, a tenth to a fifth of a small chain call's time
+ * (docs/perf.md). What it told the first rank, the chain tells already: each rank checks the
+ * one before it, so the last agrees with the first, hop by hop. A last rank in another call is
+ * found all the same: where it receives from its neighbour, by the signature on the piece;
+ * where it does not, by that neighbour's piece, which it leaves due and meets at its next
+ * call; and where the first rank waits for room (the others never take what it sends), by the
+ * first rank, which then reads the last rank's FIFO for a piece it would never take (strays,
  * ORB_VOUCH_CHAIN). A last rank that waits ORB_EXEC_UNMERGE_S for nothing sends its signature
- * LATE, as a vouching rank of two does, and the root compares such a piece with its call of
- * that number (kept in the history, orb_exec_vouched_call) when it next reads that FIFO. Both
- * decide from their own call alone (root, algorithm, their plan's moves): ranks that agree on
- * the call decide alike. */
+ * LATE, as a vouching rank of two does, and the first rank compares such a piece with its call
+ * of that number (kept in the history, orb_exec_vouched_call) when it next reads that FIFO.
+ * Both decide from their own call alone (root, algorithm, their plan's moves; every channel
+ * runs the one ring): ranks that agree on the call decide alike. */
 static inline void chain_vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
 {
     const orb_plan_args_t *pa = &o->plan->args;
-    if (pa->algo != ORB_ALGO_RING || (pa->coll != ORB_COLL_BROADCAST && pa->coll != ORB_COLL_SCATTER))
+    const int away = pa->coll == ORB_COLL_BROADCAST || pa->coll == ORB_COLL_SCATTER; /* from the root */
+    if (pa->algo != ORB_ALGO_RING || (!away && pa->coll != ORB_COLL_REDUCE && pa->coll != ORB_COLL_GATHER))
         return;
     const unsigned m = o->plan->moves;
-    if (pa->rank == pa->root && (m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
+    const int first = away ? pa->rank == pa->root : o->sync_prev == pa->root;
+    const int last = away ? o->sync_next == pa->root : pa->rank == pa->root;
+    if (first && (m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
         o->vouch = ORB_VOUCH_CHAIN;
         o->sync_recvd = 1;
         orb_exec_vouched_call(env->due, &o->sig);
-    } else if (o->sync_next == pa->root && (m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
-        /* the forwarder's handshake still comes in (on its piece, or on its own where it
+    } else if (last && (m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
+        /* its neighbour's handshake still comes in (on its piece, or on its own where it
          * waited for its own neighbour: unmerge) */
         o->vouch = ORB_VOUCH_CHECKS;
         o->sync_merge = ORB_SYNC_VOUCH;
@@ -1154,9 +1159,9 @@ static inline void chain_vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o
 
 /* A sender to a vouching peer that waits (a full FIFO, or a run that may not defer waiting for
  * the peer to take its pieces): a piece of the peer's that it never receives (any but a LATE
- * handshake) means the two disagreed, as two senders do. So too a chain's root (ORB_VOUCH_CHAIN)
- * waiting for room, and a piece of its last rank's, whose call takes nothing from it. Returns 0
- * when there is nothing to see, or a negative status. */
+ * handshake) means the two disagreed, as two senders do. So too a chain's first rank
+ * (ORB_VOUCH_CHAIN) waiting for room, and a piece of its last rank's, whose call takes nothing
+ * from it. Returns 0 when there is nothing to see, or a negative status. */
 static int strays(const orb_exec_env_t *env, const orb_exec_op_t *ops, int nops, char *err, size_t errlen)
 {
     const orb_exec_due_t *d = env->due;

@@ -317,20 +317,25 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
 /* More ranks than CPUs on one host: a small call takes as long as all its ranks' pieces
  * together, and the waits between them are turns on a CPU, not hops, which the model (the
  * longest path) does not price. The chain moves the fewest pieces a broadcast can (n - 1, each
- * handshake riding on a hop's data but the last rank's), where the tree adds a handshake piece
- * of its own at most ranks: on the 2-core Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the
+ * handshake riding on a hop's data, and the last rank's none: it vouches), where the tree adds a
+ * handshake piece of its own at most ranks: on the 2-core Intel VM, 6 to 8 ranks, the tree took 1.24-1.39x the
  * chain's time at 8 B-1 KiB and the chain 1.42x the tree's at 4 KiB (docs/perf.md, 2026-12-07;
  * the model already takes the chain for small calls up to 5 ranks). A scatter whose whole
  * input is one piece takes the chain too, packed (orb_ring_scatter_packs): the direct plan's
  * leaves each send a handshake piece of their own, n - 1 more pieces; 3-8 ranks on 2 CPUs:
- * 0.77-0.90 of its time at 64 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). The
- * algorithm the load takes for a call of `bytes` a rank (a scatter's root moves n such blocks),
- * or -1 where the model decides. */
+ * 0.77-0.90 of its time at 64 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). A
+ * reduce too, since its chain's last rank (the root) vouches for its neighbour and sends the
+ * first no handshake (collectives/exec_cpu.c, chain_vouch_setup; so do a broadcast's and a
+ * scatter's): n - 1 pieces, where the tree took 1.06-1.66x the chain's time at 4-8 ranks on
+ * the Zen 4 VM at 8 B-512 B, level at 4 KiB (docs/perf.md, 2026-12-07 late). Gather stays with
+ * the model: its chain moves n(n-1)/2 pieces (1.3-2.4x the direct plan's time). The algorithm
+ * the load takes for a call of `bytes` a rank (a scatter's root moves n such blocks), or -1
+ * where the model decides. */
 static int crowded_algo(orb_coll_t coll, size_t bytes, int nranks, const model_t *m)
 {
     const size_t total = (coll == ORB_COLL_SCATTER ? (size_t)nranks : 1) * bytes;
-    return (coll == ORB_COLL_BROADCAST || coll == ORB_COLL_SCATTER) && nranks >= 3 && m->nhosts <= 1 &&
-                   m->intra.ranks_per_cpu > 1 && total <= ORB_TUNER_ONE_PIECE
+    return (coll == ORB_COLL_BROADCAST || coll == ORB_COLL_SCATTER || coll == ORB_COLL_REDUCE) && nranks >= 3 &&
+                   m->nhosts <= 1 && m->intra.ranks_per_cpu > 1 && total <= ORB_TUNER_ONE_PIECE
                ? ORB_ALGO_RING
                : -1;
 }

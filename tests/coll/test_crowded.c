@@ -1,16 +1,17 @@
 /* More ranks than CPUs: the load every rank agrees on at init (comm/comm_links.c,
  * link_intra.ranks_per_cpu: the host's ranks over the CPUs their masks give them between them)
- * and the plan it gets a small broadcast and scatter (collectives/tuner.c: the chain up to one
- * piece's bytes, a scatter's n blocks packed in it, with the reason saying so; from one piece
- * on, whatever the model says). Real processes under
+ * and the plan it gets a small broadcast, scatter and reduce (collectives/tuner.c: the chain up
+ * to one piece's bytes, a scatter's n blocks packed in it, with the reason saying so; from one
+ * piece on, whatever the model says). Real processes under
  * orbitrun, every rank started with the CPU mask the test's command gives (meson: taskset), so
  * the load is known whatever machine runs it:
  *   taskset -c 0 orbitrun -n N test_crowded N          (N ranks on one CPU: the load is N)
  *   orbitrun -n N test_crowded 0                       (any machine: no check of the figure,
  *                                                       the plan checked against the load found)
  * Then every rank broadcasts from each root, 8 B to 4 KiB of rank- and position-dependent values,
- * and scatters from each root one element a rank to one past the piece (in place at the root
- * and not), and checks every element. Each rank exits 1 on its own failures. */
+ * scatters from each root one element a rank to one past the piece (in place at the root
+ * and not), reduces to each root 8 B to 4 KiB (uint32 sums worked out here), and checks every
+ * element. Each rank exits 1 on its own failures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +68,13 @@ int main(int argc, char **argv)
     if (want > 0 && got != want)
         FAIL("%d ranks on the CPUs given: the agreed load is %g ranks a CPU, want %g", n, got, want);
 
-    /* The plan of a broadcast of 64 B and of 4 KiB, as the plan cache gives it any call. */
+    /* The plan of a broadcast and a reduce of 64 B, 1 KiB and 4 KiB, as the plan cache gives it
+     * any call. */
     static const size_t bytes[] = {64, 1024, 4096};
-    for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++)
+    for (size_t b = 0; b < sizeof bytes / sizeof bytes[0]; b++) {
         plan_checked(c, ORB_COLL_BROADCAST, bytes[b] / 4, bytes[b], n, got);
+        plan_checked(c, ORB_COLL_REDUCE, bytes[b] / 4, bytes[b], n, got);
+    }
 
     /* The plan of a scatter whose whole input is one block a rank, 1 KiB, and one element a rank
      * more: up to 1 KiB the chain with all n blocks in one piece (a non-root's scratch holds
@@ -142,6 +146,40 @@ int main(int argc, char **argv)
                     FAIL("broadcast of %zu B from %d, call %d: %zu elements wrong", cnt * 4, root, call, wrong);
             }
     free(buf);
+
+    /* Reduces (uint32 sums: exact, wrapping alike here and in orbit) to every root, the same
+     * sizes, out of place and in place at the root: the root's every element checked against the
+     * sum worked out here from every rank's values; the others' outputs untouched. */
+    uint32_t *rin = malloc(4096), *rout = malloc(4096);
+    for (int root = 0; root < n && rin && rout; root++)
+        for (size_t bsz = 8; bsz <= 4096; bsz *= 8)
+            for (int call = 0; call < 4; call++) {
+                const size_t cnt = bsz / 4 ? bsz / 4 : 1;
+                const int inplace = call & 1;
+                for (size_t i = 0; i < cnt; i++) {
+                    rin[i] = value(rank, i, call);
+                    rout[i] = 0xdeadbeefu;
+                }
+                uint32_t *dst = inplace && rank == root ? rin : rout;
+                orb_status_t st = orb_reduce(rin, dst, cnt, ORB_UINT32, ORB_SUM, root, comm, NULL);
+                if (st != ORB_OK) {
+                    FAIL("reduce of %zu B to %d: %s: %s", cnt * 4, root, orb_status_name(st),
+                         orb_comm_last_error(comm));
+                    continue;
+                }
+                size_t wrong = 0;
+                for (size_t i = 0; i < cnt; i++) {
+                    uint32_t sum = 0;
+                    for (int r = 0; r < n; r++)
+                        sum += value(r, i, call);
+                    wrong += rank == root ? dst[i] != sum : rout[i] != 0xdeadbeefu;
+                }
+                if (wrong)
+                    FAIL("reduce of %zu B to %d, call %d%s: %zu elements wrong", cnt * 4, root, call,
+                         inplace ? " (in place at the root)" : "", wrong);
+            }
+    free(rin);
+    free(rout);
     if (orb_comm_destroy(comm) != ORB_OK)
         FAIL("destroy: %s", orb_comm_last_error(NULL));
     if (!failed)

@@ -531,9 +531,9 @@ static void hosts(void)
         }
 }
 
-/* More ranks than CPUs on one host (orb_link_cost_t.ranks_per_cpu above 1): a broadcast of up to
- * one piece's bytes (ORB_TUNER_ONE_PIECE), or a scatter whose whole input (n blocks) is that, on
- * 3 ranks or more takes the chain on one channel, and says why; nothing else moves. Each case
+/* More ranks than CPUs on one host (orb_link_cost_t.ranks_per_cpu above 1): a broadcast or reduce
+ * of up to one piece's bytes (ORB_TUNER_ONE_PIECE), or a scatter whose whole input (n blocks) is
+ * that, on 3 ranks or more takes the chain on one channel, and says why; nothing else moves. Each case
  * against the same call with the CPUs not crowded. */
 static void crowded(void)
 {
@@ -562,8 +562,13 @@ static void crowded(void)
         {ORB_COLL_SCATTER, 342, 1, 3, 1.5, 1, 0},     /* 1026 B */
         {ORB_COLL_SCATTER, 16, 4, 8, 1.0, 1, 0},      {ORB_COLL_SCATTER, 16, 4, 2, 4.0, 1, 0},
         {ORB_COLL_SCATTER, 16, 4, 8, 4.0, 2, 0},
-        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_GATHER, 16, 4, 8, 4.0, 1, 0},
-        {ORB_COLL_ALLREDUCE, 16, 4, 8, 4.0, 1, 0},
+        /* reduce: as the broadcast, the other way */
+        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 1, 1},       {ORB_COLL_REDUCE, 256, 4, 6, 3.0, 1, 1}, /* 1024 B */
+        {ORB_COLL_REDUCE, 1, 8, 3, 1.5, 1, 1},
+        {ORB_COLL_REDUCE, 257, 4, 8, 4.0, 1, 0},      /* 1028 B: past one piece */
+        {ORB_COLL_REDUCE, 16, 4, 8, 1.0, 1, 0},       {ORB_COLL_REDUCE, 16, 4, 2, 4.0, 1, 0},
+        {ORB_COLL_REDUCE, 16, 4, 8, 4.0, 2, 0},
+        {ORB_COLL_GATHER, 16, 4, 8, 4.0, 1, 0},       {ORB_COLL_ALLREDUCE, 16, 4, 8, 4.0, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         orb_link_cost_t intra = {1.5, 8.0, 0, cases[i].per_cpu}, calm = intra;
@@ -613,6 +618,9 @@ static void crowded(void)
     CHECK(orb_tuner_choose_hosts(ORB_COLL_BROADCAST, 16, 4, 8, &calm, NULL, 262144, 2, &u) == ORB_OK &&
               u.algo == ORB_ALGO_TREE,
           "8 ranks, 64 B, a CPU each: %s, not the tree", orb_algo_name(u.algo));
+    CHECK(orb_tuner_choose_hosts(ORB_COLL_REDUCE, 16, 4, 8, &calm, NULL, 262144, 2, &u) == ORB_OK &&
+              u.algo == ORB_ALGO_TREE,
+          "reduce, 8 ranks, 64 B, a CPU each: %s, not the tree", orb_algo_name(u.algo));
     setenv("ORBIT_ALGO", "tree", 1); /* the override still decides */
     CHECK(orb_tuner_choose_hosts(ORB_COLL_BROADCAST, 16, 4, 8, &intra, NULL, 262144, 2, &t) == ORB_OK &&
               t.algo == ORB_ALGO_TREE && strstr(t.reason, "ORBIT_ALGO"),

@@ -12,11 +12,11 @@
  *                          others make one (16, 80, 300; deeper, the cap of due handshakes, 256,
  *                          where it waits for its neighbour's), not from one more; a disagreement at the
  *                          5th of 8 is still reported
- *   test_robust lastvouch  chains (ORBIT_ALGO=ring, 3 ranks or more): the root's ring neighbour
- *                          before it, the chain's last rank, vouches and sends the root no
- *                          handshake; it alone making another call (count, root, collective) is
- *                          ORB_ERR_MISMATCH on every rank within the call and a barrier, naming
- *                          its call and another rank's
+ *   test_robust lastvouch  chains (ORBIT_ALGO=ring, 3 ranks or more): a chain's last rank (of a
+ *                          broadcast or scatter, the root's ring neighbour before it; of a reduce
+ *                          or gather, the root) vouches and sends the first no handshake; it alone
+ *                          making another call (count, dtype, root, collective) is ORB_ERR_MISMATCH
+ *                          on every rank within the call and a barrier, naming its call
  *   test_robust chaos SEED mixed collectives until one rank SIGKILLs itself; survivors print
  *                          "SURVIVOR <rank> LOST <k> <seconds>" (checked by robust_driver)
  * For the first four each rank prints its own "rank R: N passed, N failed" and exits 1 on a
@@ -762,58 +762,77 @@ static int mode_runahead(void)
 
 /* ---- lastvouch ------------------------------------------------------------------------- */
 
+enum { CH_BROADCAST, CH_SCATTER, CH_ALLREDUCE, CH_REDUCE, CH_GATHER };
+
 typedef struct {
     const char *name;
-    int scatter; /* 0 broadcast, 1 scatter, 2 allreduce */
+    int coll; /* CH_* */
     size_t count;
-    int root;
+    int root; /* -1: the last rank of root 0's broadcast chain, rank n-1 */
     orb_dtype_t dtype;
 } chain_call_t;
 
 static orb_status_t chain_call(orb_comm_t c, const chain_call_t *s, float *a, float *b)
 {
-    if (s->scatter == 2)
+    switch (s->coll) {
+    case CH_ALLREDUCE:
         return orb_allreduce(a, b, s->count, s->dtype, ORB_SUM, c, NULL);
-    return s->scatter ? orb_scatter(a, b, s->count, s->dtype, s->root, c, NULL)
-                      : orb_broadcast(a, b, s->count, s->dtype, s->root, c, NULL);
+    case CH_REDUCE:
+        return orb_reduce(a, b, s->count, s->dtype, ORB_SUM, s->root, c, NULL);
+    case CH_GATHER:
+        return orb_gather(a, b, s->count, s->dtype, s->root, c, NULL);
+    case CH_SCATTER:
+        return orb_scatter(a, b, s->count, s->dtype, s->root, c, NULL);
+    default:
+        return orb_broadcast(a, b, s->count, s->dtype, s->root, c, NULL);
+    }
 }
 
-/* "called broadcast #1 (count 16, float32, root 0)", as docs/errors.md words a signature */
+/* "called reduce #1 (count 16, float32, sum, root 0)", as docs/errors.md words a signature */
 static void chain_text(const chain_call_t *s, char *buf, size_t len)
 {
-    static const char *colls[] = {"broadcast", "scatter", "allreduce"};
-    char rt[32] = ", sum";
-    if (s->scatter != 2)
+    static const char *colls[] = {"broadcast", "scatter", "allreduce", "reduce", "gather"};
+    const int reduces = s->coll == CH_ALLREDUCE || s->coll == CH_REDUCE;
+    char rt[32] = "";
+    if (s->coll != CH_ALLREDUCE)
         snprintf(rt, sizeof rt, ", root %d", s->root);
-    snprintf(buf, len, "called %s #1 (count %zu, %s%s)", colls[s->scatter], s->count,
-             s->dtype == ORB_INT32 ? "int32" : "float32", rt);
+    snprintf(buf, len, "called %s #1 (count %zu, %s%s%s)", colls[s->coll], s->count,
+             s->dtype == ORB_INT32 ? "int32" : "float32", reduces ? ", sum" : "", rt);
 }
 
-/* A chain broadcast or scatter of 3 ranks or more sends its root no handshake from its last
- * rank (collectives/exec_cpu.c, chain_vouch_setup): the last rank checks its forwarder's
- * pieces, and the root, which never receives from it, expects nothing. Here the last rank
- * (rank n-1, the ring being 0 1 .. n-1 on these machines' one NUMA node) alone calls something
- * else, where the root (rank 0) and the forwarders agree: every rank must still end in
- * ORB_ERR_MISMATCH, within its call and a barrier, whose message names rank n-1's call and
+/* A chain (a rooted ring plan of 3 ranks or more) sends its first rank no handshake from its
+ * last (collectives/exec_cpu.c, chain_vouch_setup): the last rank checks the pieces of its ring
+ * neighbour before it, and the first, which never receives from it, expects nothing. Here the
+ * last rank alone calls something else, where the first and the forwarders agree: rank n-1 in
+ * broadcasts and scatters from root 0 (the ring being 0 1 .. n-1 on these machines' one NUMA
+ * node), the root, rank 0, in reduces and gathers to it. Every rank must still end in
+ * ORB_ERR_MISMATCH within its call and a barrier, whose message names the odd rank's call and
  * another rank's. */
 static int mode_lastvouch(void)
 {
-    if (getenv("RANK") && getenv("WORLD_SIZE") && atoi(getenv("WORLD_SIZE")) < 3) {
-        printf("lastvouch: a chain has a last rank apart from its root from 3 ranks on\n");
-        return 77;
-    }
-    static const chain_call_t cases[][2] = { /* the last rank's call, everyone else's */
-        {{"broadcast count 17", 0, 17, 0, ORB_FLOAT32}, {"count 16", 0, 16, 0, ORB_FLOAT32}},
+    static const struct {
+        int odd; /* 0: rank n-1, 1: rank 0 */
+        chain_call_t call[2]; /* the odd rank's call, everyone else's */
+    } cases[] = {
+        {0, {{"broadcast count 17", CH_BROADCAST, 17, 0, ORB_FLOAT32}, {"count 16", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
         /* pieces of the same size: only the signature on them tells */
-        {{"broadcast int32", 0, 16, 0, ORB_INT32}, {"float32", 0, 16, 0, ORB_FLOAT32}},
+        {0, {{"broadcast int32", CH_BROADCAST, 16, 0, ORB_INT32}, {"float32", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
         /* the last rank roots a chain of its own: it sends to rank 0 and leaves its forwarder's
          * handshake due, to find it at its next call */
-        {{"broadcast root n-1", 0, 16, -1, ORB_FLOAT32}, {"root 0", 0, 16, 0, ORB_FLOAT32}},
+        {0, {{"broadcast root n-1", CH_BROADCAST, 16, -1, ORB_FLOAT32}, {"root 0", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
         /* the packed chain (n blocks in one piece) */
-        {{"scatter count 5", 1, 5, 0, ORB_FLOAT32}, {"count 4", 1, 4, 0, ORB_FLOAT32}},
-        {{"scatter int32", 1, 4, 0, ORB_INT32}, {"float32", 1, 4, 0, ORB_FLOAT32}},
-        {{"broadcast", 0, 16, 0, ORB_FLOAT32}, {"scatter", 1, 16, 0, ORB_FLOAT32}},
-        {{"allreduce", 2, 16, 0, ORB_FLOAT32}, {"broadcast", 0, 16, 0, ORB_FLOAT32}},
+        {0, {{"scatter count 5", CH_SCATTER, 5, 0, ORB_FLOAT32}, {"count 4", CH_SCATTER, 4, 0, ORB_FLOAT32}}},
+        {0, {{"scatter int32", CH_SCATTER, 4, 0, ORB_INT32}, {"float32", CH_SCATTER, 4, 0, ORB_FLOAT32}}},
+        {0, {{"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}, {"scatter", CH_SCATTER, 16, 0, ORB_FLOAT32}}},
+        {0, {{"allreduce", CH_ALLREDUCE, 16, 0, ORB_FLOAT32}, {"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
+        /* towards the root: the root is the last rank */
+        {1, {{"reduce count 17", CH_REDUCE, 17, 0, ORB_FLOAT32}, {"count 16", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
+        {1, {{"reduce int32", CH_REDUCE, 16, 0, ORB_INT32}, {"float32", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
+        {1, {{"gather int32", CH_GATHER, 4, 0, ORB_INT32}, {"float32", CH_GATHER, 4, 0, ORB_FLOAT32}}},
+        {1, {{"gather", CH_GATHER, 16, 0, ORB_FLOAT32}, {"reduce", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
+        /* the root makes a broadcast: it sends to rank 1, the reduce's first rank, which sends
+         * and never receives in its call */
+        {1, {{"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}, {"reduce", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
     };
     const size_t ncases = sizeof cases / sizeof cases[0];
     float a[64 * 16], b[64 * 16];
@@ -824,10 +843,12 @@ static int mode_lastvouch(void)
         orb_comm_t c = init();
         if (nranks < 3) {
             orb_comm_destroy(c);
-            printf("lastvouch: a chain has a last rank apart from its root from 3 ranks on\n");
+            unsetenv("ORBIT_ALGO");
+            printf("lastvouch: a chain has a last rank apart from its first from 3 ranks on\n");
             return 77;
         }
-        chain_call_t mine = cases[i][rank == nranks - 1 ? 0 : 1], odd = cases[i][0];
+        const int odd_rank = cases[i].odd ? 0 : nranks - 1;
+        chain_call_t mine = cases[i].call[rank == odd_rank ? 0 : 1], odd = cases[i].call[0];
         if (mine.root < 0)
             mine.root = nranks - 1;
         if (odd.root < 0)
@@ -838,12 +859,13 @@ static int mode_lastvouch(void)
             st = orb_barrier(c);
         const double took = now() - t0;
         const char *msg = orb_comm_last_error(c);
-        char detail[2048], last_text[160], other_text[128], want[200];
-        chain_text(&odd, last_text, sizeof last_text);
-        chain_text(&cases[i][1], other_text, sizeof other_text);
-        snprintf(want, sizeof want, "rank %d %s", nranks - 1, last_text);
-        snprintf(detail, sizeof detail, "case \"%s\" (rank %d) vs \"%s\": got %s%s after %.2f s: %s", cases[i][0].name,
-                 nranks - 1, cases[i][1].name, first == ORB_OK ? "OK, then " : "", orb_status_name(st), took, msg);
+        char detail[2048], odd_text[160], other_text[128], want[200];
+        chain_text(&odd, odd_text, sizeof odd_text);
+        chain_text(&cases[i].call[1], other_text, sizeof other_text);
+        snprintf(want, sizeof want, "rank %d %s", odd_rank, odd_text);
+        snprintf(detail, sizeof detail, "case \"%s\" (rank %d) vs \"%s\": got %s%s after %.2f s: %s",
+                 cases[i].call[0].name, odd_rank, cases[i].call[1].name, first == ORB_OK ? "OK, then " : "",
+                 orb_status_name(st), took, msg);
         check(st == ORB_ERR_MISMATCH && took < 2.0, "the chain's last rank disagrees: mismatch", detail);
         check(strstr(msg, want) && strstr(msg, other_text) && strstr(msg, " but rank "),
               "the message names the last rank's call and another rank's", detail);
