@@ -1087,73 +1087,59 @@ static int unmerge(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops)
     return changed;
 }
 
-/* A rooted call of two ranks over shared memory whose pieces go one way only: the receiver
- * checks the sender's signature on every piece and sends no handshake (ORB_SYNC_VOUCH); the
- * sender expects none, and keeps its signature for what may turn up later (orb_exec_due_t).
- * Both decide from their own call alone, so ranks that disagree decide apart: two senders
- * return, and their pieces wait unreceived (found by the next call that receives from the
- * peer, by a run that may not defer, or by a sender blocked on a full FIFO: strays); two
- * receivers wait, and after ORB_EXEC_UNMERGE_S send LATE handshakes that each finds. */
+/* A rooted call whose rank that only receives checks the signature on every piece of its ring
+ * neighbour before it anyway, and so sends no handshake to its neighbour after it, the rank that
+ * only sends, which expects none (ORB_SYNC_VOUCH, ORB_VOUCH_*); the sender keeps its signature
+ * for what may turn up later (orb_exec_due_t). Two such pairs:
+ * - Two ranks over shared memory whose pieces go one way (ORB_VOUCH_TRUSTED): the sender's
+ *   handshake rides on its first piece, after a local copy too, so the receiver takes it as in;
+ *   a run that may not defer waits until the receiver took the sender's last piece.
+ * - The hop that closes a chain (a rooted ring plan of 3 ranks or more, ORB_VOUCH_CHAIN): its last
+ *   rank (a broadcast's or scatter's root-1; a reduce's or gather's root) and its first (the
+ *   root; root+1). Each rank of the chain checks the one before it, so the last agrees with the
+ *   first hop by hop; that handshake was a piece of its own on every call, a FIFO slot and a
+ *   wake-up: with more ranks than CPUs a tenth to a third of a small chain call's time
+ *   (docs/perf.md). The forwarder's handshake may still come on its own (it waited
+ *   ORB_EXEC_UNMERGE_S for its own neighbour: unmerge), so the last rank keeps taking it.
+ * Both ends decide from their own call alone (root, algorithm, their plan's moves; every channel
+ * runs the one ring), so ranks that disagree decide apart, and each way is still found: two
+ * senders return, and their pieces wait unreceived (found by the next call that receives from
+ * the peer, by a run that may not defer, or by a sender blocked on a full FIFO: strays); a last
+ * rank whose call receives nothing from its neighbour leaves that neighbour's piece due and
+ * meets it at its next call; receivers that wait send LATE handshakes after ORB_EXEC_UNMERGE_S,
+ * which the other end compares with its call of that number (the history). */
 static inline void vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
 {
-    const size_t nch = (size_t)env->nchannels;
-    const int peer = o->sync_next; /* two ranks: sync_prev too */
-    if (!env->send[(size_t)peer * nch].ops->tail_is_receivers)
-        return;
-    /* Lane 0 carries the sender's first piece and the receiver's first look: where plans agree,
-     * the sender's lane 0 sends exactly where the receiver's lane 0 receives. */
     const unsigned m = o->plan->moves;
-    if ((m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
-        /* its lanes check every piece, the first with the sender's handshake on it; nothing of
-         * the handshake is left to do but a LATE one (unmerge) */
-        o->vouch = ORB_VOUCH_CHECKS;
-        o->sync_merge = ORB_SYNC_VOUCH;
-        o->sync_sent = o->sync_recvd = 1;
-    } else if ((m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
-        o->vouch = ORB_VOUCH_TRUSTED;
-        o->sync_recvd = 1;
-        o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
-        orb_exec_vouched_call(env->due, &o->sig);
+    const int sends_only = (m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS),
+              recvs_only = (m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS);
+    if (!sends_only && !recvs_only)
+        return;
+    const int two = env->nranks == 2;
+    int first = 1, last = 1; /* two ranks: each is the other's neighbour both ways */
+    if (two) {
+        /* (the sender's last piece is confirmed taken through the receiver's tail) */
+        if (!env->send[(size_t)o->sync_next * (size_t)env->nchannels].ops->tail_is_receivers)
+            return;
+    } else {
+        const orb_plan_args_t *pa = &o->plan->args;
+        const int away = pa->coll == ORB_COLL_BROADCAST || pa->coll == ORB_COLL_SCATTER; /* from the root */
+        if (pa->algo != ORB_ALGO_RING || (!away && pa->coll != ORB_COLL_REDUCE && pa->coll != ORB_COLL_GATHER))
+            return;
+        first = away ? pa->rank == pa->root : o->sync_prev == pa->root;
+        last = away ? o->sync_next == pa->root : pa->rank == pa->root;
     }
-}
-
-/* The hop of a chain (a rooted ring plan of 3 ranks or more) that closes the ring: its rank that
- * only receives (a broadcast's or scatter's last rank, the root's ring neighbour before it; a
- * reduce's or gather's root) checks the signature on every piece of its ring neighbour before
- * it, as every rank of the chain but the first does, and sends no handshake to its neighbour
- * after it, the chain's first rank, which only sends (the root; the root's neighbour after it)
- * and expects none. That handshake was a piece of its own on every call, a FIFO slot and a
- * wake-up: with more ranks than CPUs, a tenth to a fifth of a small chain call's time
- * (docs/perf.md). What it told the first rank, the chain tells already: each rank checks the
- * one before it, so the last agrees with the first, hop by hop. A last rank in another call is
- * found all the same: where it receives from its neighbour, by the signature on the piece;
- * where it does not, by that neighbour's piece, which it leaves due and meets at its next
- * call; and where the first rank waits for room (the others never take what it sends), by the
- * first rank, which then reads the last rank's FIFO for a piece it would never take (strays,
- * ORB_VOUCH_CHAIN). A last rank that waits ORB_EXEC_UNMERGE_S for nothing sends its signature
- * LATE, as a vouching rank of two does, and the first rank compares such a piece with its call
- * of that number (kept in the history, orb_exec_vouched_call) when it next reads that FIFO.
- * Both decide from their own call alone (root, algorithm, their plan's moves; every channel
- * runs the one ring): ranks that agree on the call decide alike. */
-static inline void chain_vouch_setup(const orb_exec_env_t *env, orb_exec_op_t *o)
-{
-    const orb_plan_args_t *pa = &o->plan->args;
-    const int away = pa->coll == ORB_COLL_BROADCAST || pa->coll == ORB_COLL_SCATTER; /* from the root */
-    if (pa->algo != ORB_ALGO_RING || (!away && pa->coll != ORB_COLL_REDUCE && pa->coll != ORB_COLL_GATHER))
-        return;
-    const unsigned m = o->plan->moves;
-    const int first = away ? pa->rank == pa->root : o->sync_prev == pa->root;
-    const int last = away ? o->sync_next == pa->root : pa->rank == pa->root;
-    if (first && (m & ORB_PLAN_LANE0_SENDS) && !(m & ORB_PLAN_RECVS)) {
-        o->vouch = ORB_VOUCH_CHAIN;
+    if (sends_only && first) {
+        o->vouch = two ? ORB_VOUCH_TRUSTED : ORB_VOUCH_CHAIN;
         o->sync_recvd = 1;
+        if (two)
+            o->sync_merge = ORB_SYNC_ON_FIRST; /* on lane 0's first piece, after a local copy too */
         orb_exec_vouched_call(env->due, &o->sig);
-    } else if (last && (m & ORB_PLAN_LANE0_RECVS) && !(m & ORB_PLAN_SENDS)) {
-        /* its neighbour's handshake still comes in (on its piece, or on its own where it
-         * waited for its own neighbour: unmerge) */
+    } else if (recvs_only && last) {
         o->vouch = ORB_VOUCH_CHECKS;
         o->sync_merge = ORB_SYNC_VOUCH;
         o->sync_sent = 1;
+        o->sync_recvd = two; /* a chain's forwarder may send its handshake on its own */
     }
 }
 
@@ -1210,7 +1196,7 @@ static inline __attribute__((always_inline)) orb_status_t run_ops_n(const orb_ex
                                                                : 0;
         o->vouch = ORB_VOUCH_NONE;
         if (nops == 1 && o->sync_next >= 0 && o->sync_defer && env->due)
-            (env->nranks == 2 ? vouch_setup : chain_vouch_setup)(env, o);
+            vouch_setup(env, o);
     }
 
     /* Calls of one lane of small pieces: the first pass streamlined (most end in it) */

@@ -325,7 +325,7 @@ orb_status_t orb_tuner_choose(orb_coll_t coll, size_t count, size_t elem_size, i
  * leaves each send a handshake piece of their own, n - 1 more pieces; 3-8 ranks on 2 CPUs:
  * 0.77-0.90 of its time at 64 B-1 KiB, 2.3x at 2 KiB (one piece past the small slots). A
  * reduce too, since its chain's last rank (the root) vouches for its neighbour and sends the
- * first no handshake (collectives/exec_cpu.c, chain_vouch_setup; so do a broadcast's and a
+ * first no handshake (collectives/exec_cpu.c, vouch_setup; so do a broadcast's and a
  * scatter's): n - 1 pieces, where the tree took 1.06-1.66x the chain's time at 4-8 ranks on
  * the Zen 4 VM at 8 B-512 B, level at 4 KiB (docs/perf.md, 2026-12-07 late). Gather stays with
  * the model: its chain moves n(n-1)/2 pieces (1.3-2.4x the direct plan's time). The algorithm

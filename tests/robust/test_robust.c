@@ -85,7 +85,7 @@ static int finish(int want)
 
 typedef struct {
     const char *name;
-    int coll; /* 0 allreduce, 1 broadcast, 2 reduce, 3 allgather, 4 reduce_scatter, 5 gather, 6 skip */
+    int coll; /* 0 allreduce, 1 broadcast, 2 reduce, 3 allgather, 4 reduce_scatter, 5 gather, 6 scatter */
     size_t count;
     orb_dtype_t dtype;
     orb_op_t op;
@@ -105,6 +105,8 @@ static orb_status_t call(orb_comm_t c, const call_sig_t *s, void *a, void *b)
         return orb_allgather(a, b, s->count, s->dtype, c, NULL);
     case 4:
         return orb_reduce_scatter(a, b, s->count, s->dtype, s->op, c, NULL);
+    case 6:
+        return orb_scatter(a, b, s->count, s->dtype, s->root, c, NULL);
     default:
         return orb_gather(a, b, s->count, s->dtype, s->root, c, NULL);
     }
@@ -115,10 +117,11 @@ static orb_status_t call(orb_comm_t c, const call_sig_t *s, void *a, void *b)
  * signatures; the op for reductions, the root for rooted calls). */
 static void side_text(const call_sig_t *s, char *buf, size_t len)
 {
-    static const char *colls[] = {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "gather"};
+    static const char *colls[] = {"allreduce", "broadcast", "reduce", "allgather", "reduce_scatter", "gather", "scatter"};
     const char *dt = s->dtype == ORB_FLOAT32 ? "float32" : s->dtype == ORB_INT32 ? "int32" : "float64";
     const char *op = s->op == ORB_SUM ? "sum" : "max";
-    int reduces = s->coll == 0 || s->coll == 2 || s->coll == 4, rooted = s->coll == 1 || s->coll == 2 || s->coll == 5;
+    int reduces = s->coll == 0 || s->coll == 2 || s->coll == 4,
+        rooted = s->coll == 1 || s->coll == 2 || s->coll == 5 || s->coll == 6;
     char opt[32] = "", rt[32] = "";
     if (reduces)
         snprintf(opt, sizeof opt, ", %s", op);
@@ -762,46 +765,8 @@ static int mode_runahead(void)
 
 /* ---- lastvouch ------------------------------------------------------------------------- */
 
-enum { CH_BROADCAST, CH_SCATTER, CH_ALLREDUCE, CH_REDUCE, CH_GATHER };
-
-typedef struct {
-    const char *name;
-    int coll; /* CH_* */
-    size_t count;
-    int root; /* -1: the last rank of root 0's broadcast chain, rank n-1 */
-    orb_dtype_t dtype;
-} chain_call_t;
-
-static orb_status_t chain_call(orb_comm_t c, const chain_call_t *s, float *a, float *b)
-{
-    switch (s->coll) {
-    case CH_ALLREDUCE:
-        return orb_allreduce(a, b, s->count, s->dtype, ORB_SUM, c, NULL);
-    case CH_REDUCE:
-        return orb_reduce(a, b, s->count, s->dtype, ORB_SUM, s->root, c, NULL);
-    case CH_GATHER:
-        return orb_gather(a, b, s->count, s->dtype, s->root, c, NULL);
-    case CH_SCATTER:
-        return orb_scatter(a, b, s->count, s->dtype, s->root, c, NULL);
-    default:
-        return orb_broadcast(a, b, s->count, s->dtype, s->root, c, NULL);
-    }
-}
-
-/* "called reduce #1 (count 16, float32, sum, root 0)", as docs/errors.md words a signature */
-static void chain_text(const chain_call_t *s, char *buf, size_t len)
-{
-    static const char *colls[] = {"broadcast", "scatter", "allreduce", "reduce", "gather"};
-    const int reduces = s->coll == CH_ALLREDUCE || s->coll == CH_REDUCE;
-    char rt[32] = "";
-    if (s->coll != CH_ALLREDUCE)
-        snprintf(rt, sizeof rt, ", root %d", s->root);
-    snprintf(buf, len, "called %s #1 (count %zu, %s%s%s)", colls[s->coll], s->count,
-             s->dtype == ORB_INT32 ? "int32" : "float32", reduces ? ", sum" : "", rt);
-}
-
 /* A chain (a rooted ring plan of 3 ranks or more) sends its first rank no handshake from its
- * last (collectives/exec_cpu.c, chain_vouch_setup): the last rank checks the pieces of its ring
+ * last (collectives/exec_cpu.c, vouch_setup): the last rank checks the pieces of its ring
  * neighbour before it, and the first, which never receives from it, expects nothing. Here the
  * last rank alone calls something else, where the first and the forwarders agree: rank n-1 in
  * broadcasts and scatters from root 0 (the ring being 0 1 .. n-1 on these machines' one NUMA
@@ -810,29 +775,31 @@ static void chain_text(const chain_call_t *s, char *buf, size_t len)
  * another rank's. */
 static int mode_lastvouch(void)
 {
+    /* call_sig_t: name, collective (1 broadcast, 2 reduce, 5 gather, 6 scatter, 0 allreduce),
+     * count, dtype, op, root (-1: the last rank of root 0's broadcast chain, rank n-1) */
     static const struct {
         int odd; /* 0: rank n-1, 1: rank 0 */
-        chain_call_t call[2]; /* the odd rank's call, everyone else's */
+        call_sig_t call[2]; /* the odd rank's call, everyone else's */
     } cases[] = {
-        {0, {{"broadcast count 17", CH_BROADCAST, 17, 0, ORB_FLOAT32}, {"count 16", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
+        {0, {{"broadcast count 17", 1, 17, ORB_FLOAT32, ORB_SUM, 0}, {"count 16", 1, 16, ORB_FLOAT32, ORB_SUM, 0}}},
         /* pieces of the same size: only the signature on them tells */
-        {0, {{"broadcast int32", CH_BROADCAST, 16, 0, ORB_INT32}, {"float32", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
+        {0, {{"broadcast int32", 1, 16, ORB_INT32, ORB_SUM, 0}, {"float32", 1, 16, ORB_FLOAT32, ORB_SUM, 0}}},
         /* the last rank roots a chain of its own: it sends to rank 0 and leaves its forwarder's
          * handshake due, to find it at its next call */
-        {0, {{"broadcast root n-1", CH_BROADCAST, 16, -1, ORB_FLOAT32}, {"root 0", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
+        {0, {{"broadcast root n-1", 1, 16, ORB_FLOAT32, ORB_SUM, -1}, {"root 0", 1, 16, ORB_FLOAT32, ORB_SUM, 0}}},
         /* the packed chain (n blocks in one piece) */
-        {0, {{"scatter count 5", CH_SCATTER, 5, 0, ORB_FLOAT32}, {"count 4", CH_SCATTER, 4, 0, ORB_FLOAT32}}},
-        {0, {{"scatter int32", CH_SCATTER, 4, 0, ORB_INT32}, {"float32", CH_SCATTER, 4, 0, ORB_FLOAT32}}},
-        {0, {{"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}, {"scatter", CH_SCATTER, 16, 0, ORB_FLOAT32}}},
-        {0, {{"allreduce", CH_ALLREDUCE, 16, 0, ORB_FLOAT32}, {"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}}},
+        {0, {{"scatter count 5", 6, 5, ORB_FLOAT32, ORB_SUM, 0}, {"count 4", 6, 4, ORB_FLOAT32, ORB_SUM, 0}}},
+        {0, {{"scatter int32", 6, 4, ORB_INT32, ORB_SUM, 0}, {"float32", 6, 4, ORB_FLOAT32, ORB_SUM, 0}}},
+        {0, {{"broadcast", 1, 16, ORB_FLOAT32, ORB_SUM, 0}, {"scatter", 6, 16, ORB_FLOAT32, ORB_SUM, 0}}},
+        {0, {{"allreduce", 0, 16, ORB_FLOAT32, ORB_SUM, 0}, {"broadcast", 1, 16, ORB_FLOAT32, ORB_SUM, 0}}},
         /* towards the root: the root is the last rank */
-        {1, {{"reduce count 17", CH_REDUCE, 17, 0, ORB_FLOAT32}, {"count 16", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
-        {1, {{"reduce int32", CH_REDUCE, 16, 0, ORB_INT32}, {"float32", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
-        {1, {{"gather int32", CH_GATHER, 4, 0, ORB_INT32}, {"float32", CH_GATHER, 4, 0, ORB_FLOAT32}}},
-        {1, {{"gather", CH_GATHER, 16, 0, ORB_FLOAT32}, {"reduce", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
+        {1, {{"reduce count 17", 2, 17, ORB_FLOAT32, ORB_SUM, 0}, {"count 16", 2, 16, ORB_FLOAT32, ORB_SUM, 0}}},
+        {1, {{"reduce int32", 2, 16, ORB_INT32, ORB_SUM, 0}, {"float32", 2, 16, ORB_FLOAT32, ORB_SUM, 0}}},
+        {1, {{"gather int32", 5, 4, ORB_INT32, ORB_SUM, 0}, {"float32", 5, 4, ORB_FLOAT32, ORB_SUM, 0}}},
+        {1, {{"gather", 5, 16, ORB_FLOAT32, ORB_SUM, 0}, {"reduce", 2, 16, ORB_FLOAT32, ORB_SUM, 0}}},
         /* the root makes a broadcast: it sends to rank 1, the reduce's first rank, which sends
          * and never receives in its call */
-        {1, {{"broadcast", CH_BROADCAST, 16, 0, ORB_FLOAT32}, {"reduce", CH_REDUCE, 16, 0, ORB_FLOAT32}}},
+        {1, {{"broadcast", 1, 16, ORB_FLOAT32, ORB_SUM, 0}, {"reduce", 2, 16, ORB_FLOAT32, ORB_SUM, 0}}},
     };
     const size_t ncases = sizeof cases / sizeof cases[0];
     float a[64 * 16], b[64 * 16];
@@ -848,20 +815,20 @@ static int mode_lastvouch(void)
             return 77;
         }
         const int odd_rank = cases[i].odd ? 0 : nranks - 1;
-        chain_call_t mine = cases[i].call[rank == odd_rank ? 0 : 1], odd = cases[i].call[0];
+        call_sig_t mine = cases[i].call[rank == odd_rank ? 0 : 1], odd = cases[i].call[0];
         if (mine.root < 0)
             mine.root = nranks - 1;
         if (odd.root < 0)
             odd.root = nranks - 1;
         const double t0 = now();
-        orb_status_t st = chain_call(c, &mine, a, b), first = st;
+        orb_status_t st = call(c, &mine, a, b), first = st;
         if (st == ORB_OK)
             st = orb_barrier(c);
         const double took = now() - t0;
         const char *msg = orb_comm_last_error(c);
         char detail[2048], odd_text[160], other_text[128], want[200];
-        chain_text(&odd, odd_text, sizeof odd_text);
-        chain_text(&cases[i].call[1], other_text, sizeof other_text);
+        side_text(&odd, odd_text, sizeof odd_text);
+        side_text(&cases[i].call[1], other_text, sizeof other_text);
         snprintf(want, sizeof want, "rank %d %s", odd_rank, odd_text);
         snprintf(detail, sizeof detail, "case \"%s\" (rank %d) vs \"%s\": got %s%s after %.2f s: %s",
                  cases[i].call[0].name, odd_rank, cases[i].call[1].name, first == ORB_OK ? "OK, then " : "",
