@@ -25,6 +25,10 @@ typedef struct {
     int (*reduce_double)(bench_backend_t *be, double *value, bench_reduce_t how);
     /* out gets nranks * bytes: every rank's in, in rank order; host memory. */
     int (*allgather_bytes)(bench_backend_t *be, const void *in, void *out, size_t bytes);
+    /* Host memory from the library's own allocator (--mem lib), and its release; NULL with a
+     * reason in be->err on failure. Both NULL: the backend has none. */
+    void *(*mem_alloc)(bench_backend_t *be, size_t bytes);
+    void (*mem_free)(bench_backend_t *be, void *p);
     void (*finalize)(bench_backend_t *be);
     /* Brings every rank down after a failure on one. */
     void (*abort)(bench_backend_t *be);

@@ -156,6 +156,21 @@ static int custom_allgather_bytes(bench_backend_t *be, const void *in, void *out
     return st == ORB_OK ? 0 : fail(be, "orb_allgather (bytes, control)", st);
 }
 
+static void *custom_mem_alloc(bench_backend_t *be, size_t bytes)
+{
+    void *p = NULL;
+    orb_status_t st = orb_mem_alloc(&p, bytes);
+    if (st != ORB_OK)
+        snprintf(be->err, sizeof(be->err), "orb_mem_alloc failed: %s", orb_comm_last_error(NULL));
+    return st == ORB_OK ? p : NULL;
+}
+
+static void custom_mem_free(bench_backend_t *be, void *p)
+{
+    (void)be;
+    orb_mem_free(p);
+}
+
 static void custom_finalize(bench_backend_t *be)
 {
     if (be->state)
@@ -177,6 +192,8 @@ const bench_backend_ops_t bench_backend_custom = {
     .barrier = custom_barrier,
     .reduce_double = custom_reduce_double,
     .allgather_bytes = custom_allgather_bytes,
+    .mem_alloc = custom_mem_alloc,
+    .mem_free = custom_mem_free,
     .finalize = custom_finalize,
     .abort = custom_abort,
 };

@@ -181,6 +181,23 @@ static int mpi_allgather_bytes(bench_backend_t *be, const void *in, void *out, s
     return rc == MPI_SUCCESS ? 0 : fail(be, "MPI_Allgather (control)", rc);
 }
 
+static void *mpi_mem_alloc(bench_backend_t *be, size_t bytes)
+{
+    void *p = NULL;
+    int rc = MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p);
+    if (rc != MPI_SUCCESS) {
+        fail(be, "MPI_Alloc_mem", rc);
+        return NULL;
+    }
+    return p;
+}
+
+static void mpi_mem_free(bench_backend_t *be, void *p)
+{
+    (void)be;
+    MPI_Free_mem(p);
+}
+
 static void mpi_finalize(bench_backend_t *be)
 {
     if (be->state)
@@ -202,6 +219,8 @@ const bench_backend_ops_t bench_backend_mpi = {
     .barrier = mpi_barrier,
     .reduce_double = mpi_reduce_double,
     .allgather_bytes = mpi_allgather_bytes,
+    .mem_alloc = mpi_mem_alloc,
+    .mem_free = mpi_mem_free,
     .finalize = mpi_finalize,
     .abort = mpi_abort,
 };

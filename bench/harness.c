@@ -44,6 +44,22 @@ static void check_mem(bench_t *b, int rc)
         die(b, b->mem.err);
 }
 
+/* --mem lib: the backend's allocator behind bench_mem_t's hooks, its reason kept on failure */
+static void *lib_alloc(void *ctx, size_t bytes)
+{
+    bench_t *b = ctx;
+    void *p = b->be.ops->mem_alloc(&b->be, bytes);
+    if (!p)
+        snprintf(b->mem.err, sizeof b->mem.err, "--mem lib: %.230s", b->be.err);
+    return p;
+}
+
+static void lib_free(void *ctx, void *p)
+{
+    bench_t *b = ctx;
+    b->be.ops->mem_free(&b->be, p);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -197,6 +213,14 @@ static void setup_or_exit(bench_t *b)
     } else if (!ops->supports(&b->be, b->coll, o->dtype, b->coll->uses_op ? o->op : ORB_SUM)) {
         snprintf(msg, sizeof(msg), "%s", b->be.err);
         bad = msg;
+    } else if (o->mem == BENCH_MEM_LIB && !ops->mem_alloc) {
+        snprintf(msg, sizeof(msg), "--mem lib: --backend %s has no allocator of its own", ops->name);
+        bad = msg;
+    }
+    if (!bad && o->mem == BENCH_MEM_LIB) {
+        b->mem.lib_alloc = lib_alloc;
+        b->mem.lib_free = lib_free;
+        b->mem.lib_ctx = b;
     }
     int json_bad = 0;
     if (!bad && o->json_path && b->be.rank == 0) {
@@ -267,8 +291,8 @@ int bench_main(int argc, char **argv, const bench_coll_t *coll)
     if (b.json)
         fclose(b.json);
     check_be(&b, b.be.ops->barrier(&b.be));
+    bench_mem_close(&b.mem); /* first: MPI_Free_mem needs MPI */
     b.be.ops->finalize(&b.be);
-    bench_mem_close(&b.mem);
     if (mine_total)
         fprintf(stderr, "%s: rank %d: %lld wrong elements of its own\n", b.opts.prog, b.be.rank, mine_total);
     return mine_total ? 1 : 0;

@@ -58,6 +58,13 @@ int bench_mem_alloc(bench_mem_t *m, size_t send_bytes, size_t recv_bytes)
     /* Never zero bytes, so every buffer is a distinct valid pointer. */
     m->send_bytes = send_bytes ? send_bytes : 1;
     m->recv_bytes = recv_bytes ? recv_bytes : 1;
+    if (m->device == BENCH_DEVICE_CPU && m->lib_alloc) {
+        if (!(m->send = m->lib_alloc(m->lib_ctx, m->send_bytes)) || !(m->recv = m->lib_alloc(m->lib_ctx, m->recv_bytes)))
+            return -1; /* the backend said why */
+        memset(m->send, 0, m->send_bytes);
+        memset(m->recv, 0, m->recv_bytes);
+        return 0;
+    }
     if (m->device == BENCH_DEVICE_CPU) {
         if (posix_memalign(&m->send, 4096, m->send_bytes) ||
             posix_memalign(&m->recv, 4096, m->recv_bytes)) {
@@ -138,7 +145,7 @@ int bench_mem_sync(bench_mem_t *m)
 void bench_mem_describe(const bench_mem_t *m, char *out, size_t len)
 {
     if (m->device == BENCH_DEVICE_CPU) {
-        snprintf(out, len, "cpu");
+        snprintf(out, len, m->lib_alloc ? "cpu (the library's memory)" : "cpu");
         return;
     }
 #ifdef BENCH_HAVE_CUDA
@@ -153,7 +160,12 @@ void bench_mem_describe(const bench_mem_t *m, char *out, size_t len)
 
 void bench_mem_close(bench_mem_t *m)
 {
-    if (m->device == BENCH_DEVICE_CPU) {
+    if (m->device == BENCH_DEVICE_CPU && m->lib_free) {
+        if (m->send)
+            m->lib_free(m->lib_ctx, m->send);
+        if (m->recv)
+            m->lib_free(m->lib_ctx, m->recv);
+    } else if (m->device == BENCH_DEVICE_CPU) {
         free(m->send);
         free(m->recv);
     } else {

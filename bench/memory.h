@@ -14,6 +14,10 @@ typedef struct {
     void *send, *recv;
     size_t send_bytes, recv_bytes;
     void *stage; /* host copy of a device region, for --check */
+    /* host buffers from the backend's allocator (--mem lib) when set */
+    void *(*lib_alloc)(void *ctx, size_t bytes);
+    void (*lib_free)(void *ctx, void *p);
+    void *lib_ctx;
     char err[256];
 } bench_mem_t;
 

@@ -43,6 +43,8 @@ static void usage(FILE *f, const bench_coll_t *coll, const char *prog)
             "  --backend B           custom (orbit) | mpi | nccl              [custom]\n"
             "  --algo A              ring | tree | auto (ORBIT_ALGO, NCCL_ALGO) [auto]\n"
             "  --device D            cpu | gpu               [cpu; gpu for nccl]\n"
+            "  --mem M               host (malloc) | lib (the backend's own: orb_mem_alloc's\n"
+            "                        windows, MPI_Alloc_mem), for host buffers  [host]\n"
             "  --json FILE           also write one JSON object per row to FILE\n"
             "  --help                this text\n",
             prog, coll->name, coll->size_means);
@@ -227,6 +229,13 @@ int bench_opts_parse(int argc, char **argv, const bench_coll_t *coll, bench_opts
             else
                 return bad(prog, flag, value, "one of cpu gpu");
             device_set = 1;
+        } else if (!strcmp(flag, "--mem")) {
+            if (!strcmp(value, "host"))
+                o->mem = BENCH_MEM_HOST;
+            else if (!strcmp(value, "lib"))
+                o->mem = BENCH_MEM_LIB;
+            else
+                return bad(prog, flag, value, "one of host lib");
         } else if (!strcmp(flag, "--json")) {
             if (!*value)
                 return bad(prog, flag, value, "a file name");
@@ -240,7 +249,7 @@ int bench_opts_parse(int argc, char **argv, const bench_coll_t *coll, bench_opts
         if (!strcmp(flag, "--size") || !strcmp(flag, "--factor") || !strcmp(flag, "--dtype") ||
             !strcmp(flag, "--op") || !strcmp(flag, "--root") || !strcmp(flag, "--iters") ||
             !strcmp(flag, "--warmup") || !strcmp(flag, "--backend") || !strcmp(flag, "--algo") ||
-            !strcmp(flag, "--device") || !strcmp(flag, "--json"))
+            !strcmp(flag, "--device") || !strcmp(flag, "--mem") || !strcmp(flag, "--json"))
             return bad(prog, flag, NULL, "needs a value");
         return bad(prog, flag, NULL, "unknown flag");
     }
@@ -249,6 +258,8 @@ int bench_opts_parse(int argc, char **argv, const bench_coll_t *coll, bench_opts
         o->device = BENCH_DEVICE_GPU;
     if (o->backend == BENCH_BACKEND_NCCL && o->device != BENCH_DEVICE_GPU)
         return bad(prog, "--device", "cpu", "--backend nccl runs on GPU buffers only");
+    if (o->mem == BENCH_MEM_LIB && o->device == BENCH_DEVICE_GPU)
+        return bad(prog, "--mem", "lib", "the backends' own allocators serve host buffers; leave --mem out with --device gpu");
     if (o->backend == BENCH_BACKEND_MPI && o->device == BENCH_DEVICE_GPU)
         return bad(prog, "--device", "gpu", "--backend mpi benches host buffers only");
     return 0;

@@ -8,6 +8,8 @@
 
 typedef enum { BENCH_BACKEND_CUSTOM, BENCH_BACKEND_MPI, BENCH_BACKEND_NCCL } bench_backend_kind_t;
 typedef enum { BENCH_DEVICE_CPU, BENCH_DEVICE_GPU } bench_device_t;
+/* Host buffers from malloc, or from the library under test (orb_mem_alloc, MPI_Alloc_mem). */
+typedef enum { BENCH_MEM_HOST, BENCH_MEM_LIB } bench_mem_kind_t;
 
 typedef struct {
     const char *prog;
@@ -23,6 +25,7 @@ typedef struct {
     bench_backend_kind_t backend;
     const char *algo; /* "ring", "tree", or NULL for auto */
     bench_device_t device;
+    bench_mem_kind_t mem;
     const char *json_path;
 } bench_opts_t;
 

@@ -11,6 +11,7 @@
 #include "kernels/copy_small.h"
 #include "kernels/reduce.h"
 #include "transport/cma.h"
+#include "transport/window.h"
 
 void orb_exec_describe_sig(const orb_slot_hdr_t *sig, char *buf, size_t len)
 {
@@ -722,7 +723,12 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
         int direct = 0; /* the piece was read straight into dst */
         int fwd_addr = 0; /* ... and goes on to the next rank as dst's address */
-        if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
+        const void *win = rh && (rh->flags & ORB_PIECE_REMOTE) && rc->windows
+                              ? orb_peer_windows_find(rc->windows, rh->addr, n * esz)
+                              : NULL;
+        if (win) {
+            in = win; /* in the sender's window: read (or reduced) in place, as from the slot */
+        } else if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
             if (!rc->cma_pid) {
                 snprintf(err, errlen, "rank %d: rank %d sent a piece as an address, but this rank cannot read it "
                                       "(the ranks disagree on single-copy reads)", env->rank, s->recv_peer);

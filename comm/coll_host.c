@@ -9,6 +9,7 @@
 #include "comm/comm_trace.h"
 #include "core/dtype.h"
 #include "kernels/step.h"
+#include "transport/window.h"
 
 /* Scratch is handed out in slices of this alignment (every dtype's). */
 #define SCRATCH_ALIGN 64
@@ -124,12 +125,17 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     const int local = c->local_send_bytes && coll != ORB_COLL_BARRIER &&
                       (ib >= c->local_send_bytes || p[k]->plan->out_count * esz >= c->local_send_bytes);
     const unsigned kinds = (cma ? ORB_ADDR_PEER : 0u) | (local ? ORB_ADDR_LOCAL : 0u);
-    if (!kinds)
+    /* a window's peers read it in place whatever the call: nothing moves onto the reader's
+     * core that the slot would not have put there, and the sender's copy is saved */
+    const int win = c->window_readers && coll != ORB_COLL_BARRIER;
+    const unsigned win_in = win && orb_window_holds(op->in, ib) ? ORB_ADDR_WINDOW : 0u;
+    const unsigned win_out = win && orb_window_holds(op->out, p[k]->plan->out_count * esz) ? ORB_ADDR_WINDOW : 0u;
+    if (!kinds && !win_in && !win_out)
         return;
     int in, out;
     untouched(p, ops, n, k, ib, &in, &out);
-    op->addr_in = in ? kinds : 0;
-    op->addr_out = out ? kinds : 0;
+    op->addr_in = in ? kinds | win_in : 0;
+    op->addr_out = out ? kinds | win_out : 0;
     if (n == 1 && (kinds & ORB_ADDR_LOCAL) && ((!in && op->in) || (!out && op->out))) {
         op->addr_in |= op->in ? ORB_ADDR_LOCAL : 0u;
         op->addr_out |= op->out ? ORB_ADDR_LOCAL : 0u;

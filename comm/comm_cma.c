@@ -16,10 +16,16 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "transport/cma.h"
+#include "transport/window.h"
 
 typedef struct {
     uint64_t addr, token;
+    int32_t win_fd; /* this process's window table (window.h); -1: none */
+    int32_t pad;
 } cma_card_t;
+
+#define CAN_READ 1u /* can[r * n + p]: rank r reads rank p with single copies */
+#define CAN_MAP 2u  /* ... and maps its windows */
 
 orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, size_t errlen)
 {
@@ -36,22 +42,36 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
                     base > ORB_CALIB_HOT_BYTES;
     const size_t threshold = hot ? ORB_CALIB_HOT_BYTES : base, upto = !slower ? SIZE_MAX : hot ? base : 0;
     cma_card_t *cards = calloc((size_t)n, sizeof *cards);
-    uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* can[r * n + p]: rank r reads rank p */
-    if (!cards || !can) {
+    uint8_t *can = calloc((size_t)n * (size_t)n, 1); /* CAN_READ, CAN_MAP */
+    c->peer_windows = calloc((size_t)n, sizeof *c->peer_windows);
+    if (!cards || !can || !c->peer_windows) {
         free(cards);
         free(can);
         snprintf(err, errlen, "no memory for the single-copy table of %d ranks", n);
         return ORB_ERR_NO_MEMORY;
     }
-    cards[me] = (cma_card_t){on ? orb_cma_token_addr() : 0, on ? orb_cma_token() : 0};
+    char werr[200] = "";
+    const int windows = orb_param_num(ORB_PARAM_WINDOWS) != 0;
+    cards[me] = (cma_card_t){on ? orb_cma_token_addr() : 0, on ? orb_cma_token() : 0,
+                             windows ? orb_window_table_fd(werr, sizeof werr) : -1, 0};
+    if (windows && cards[me].win_fd < 0)
+        ORB_WARN("rank %d: %s; peers will read its windows (orb_mem_alloc) with single copies", me, werr);
     orb_status_t st = orb_bootstrap_allgather(&c->bs, cards, sizeof *cards, deadline);
-    int readable = 0, local = 0;
+    int readable = 0, local = 0, mapped = 0;
     for (int p = 0; st == ORB_OK && p < n; p++) {
         const int shm = orb_comm_peer_shm(c, p);
         local += shm;
         if (on && shm && cards[p].addr && orb_cma_probe(c->bs.cards[p].pid, cards[p].addr, cards[p].token)) {
-            can[(size_t)me * (size_t)n + (size_t)p] = 1;
+            can[(size_t)me * (size_t)n + (size_t)p] |= CAN_READ;
             readable++;
+        }
+        if (windows && shm && p != me && cards[p].win_fd >= 0) {
+            c->peer_windows[p] = orb_peer_windows_open(c->bs.cards[p].pid, cards[p].win_fd, werr, sizeof werr);
+            if (c->peer_windows[p]) {
+                can[(size_t)me * (size_t)n + (size_t)p] |= CAN_MAP;
+                mapped++;
+            } else
+                ORB_INFO("rank %d: rank %d's windows go through the slots or single copies: %s", me, p, werr);
         }
     }
     if (st == ORB_OK)
@@ -63,15 +83,20 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
         return st;
     }
     int writable = 0;
+    c->window_readers = 0;
     for (int p = 0; p < n; p++) {
-        const int i_read = can[(size_t)me * (size_t)n + (size_t)p], p_reads = can[(size_t)p * (size_t)n + (size_t)me];
+        const unsigned mine = can[(size_t)me * (size_t)n + (size_t)p], theirs = can[(size_t)p * (size_t)n + (size_t)me];
+        const int i_read = (mine & CAN_READ) != 0, p_reads = (theirs & CAN_READ) != 0, p_maps = (theirs & CAN_MAP) != 0;
         writable += p_reads;
+        c->window_readers += p_maps && p != me;
         if (!orb_comm_peer_shm(c, p)) /* other transports set their own (tcp: ORB_ADDR_LOCAL) */
             continue;
         for (int ch = 0; ch < c->nchannels; ch++) {
             orb_conn_t *s = &c->send[(size_t)p * (size_t)c->nchannels + (size_t)ch];
-            c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch].cma_pid = i_read ? c->bs.cards[p].pid : 0;
-            s->addr_kind = p_reads && on && upto ? ORB_ADDR_PEER : 0;
+            orb_conn_t *r = &c->recv[(size_t)p * (size_t)c->nchannels + (size_t)ch];
+            r->cma_pid = i_read ? c->bs.cards[p].pid : 0;
+            r->windows = c->peer_windows[p];
+            s->addr_kind = (p_reads && on && upto ? ORB_ADDR_PEER : 0u) | (p_maps ? ORB_ADDR_WINDOW : 0u);
             s->addr_min = ORB_CMA_MIN_PIECE;
         }
     }
@@ -90,6 +115,9 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
                  "shared-memory peers, %d read it%s", me, threshold, below, from, readable, local, writable,
                  readable < local ? " (the others refused process_vm_readv: ptrace rules or another PID namespace)"
                                   : "");
+    if (windows && local)
+        ORB_INFO("rank %d: maps the windows (orb_mem_alloc) of %d of its %d shared-memory peers, %d map its own", me,
+                 mapped, local, c->window_readers);
     c->cma_bytes = writable && upto ? threshold : 0;
     const size_t streamed = orb_comm_stream_bytes(); /* from there the slot path streams its output */
     c->cma_upto = upto < streamed ? upto : streamed;

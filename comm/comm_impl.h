@@ -64,6 +64,8 @@ struct orb_comm {
     uint32_t release_batch; /* ORBIT_SHM_RELEASE_BATCH (transport/shm/shm.c) */
     size_t cma_bytes; /* calls with this much input send pieces as addresses (single copy); 0: never */
     size_t cma_upto;  /* ... and less than this (at most orb_comm_stream_bytes: streamed calls copy) */
+    struct orb_peer_windows **peer_windows; /* [rank]: its windows mapped here (transport/window.h); NULL: not */
+    int window_readers;                     /* shared-memory peers that map this rank's windows */
     size_t stream_copy_bytes; /* outputs bypass the caches where orb_stream_copy_span reaches
                                * this size (orb_stream_copy_bytes), never above orb_comm_stream_bytes(),
                                * from which the others do */

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/proc.h"
+#include "transport/window.h"
 
 void orb_comm_free(struct orb_comm *c)
 {
@@ -41,6 +42,9 @@ void orb_comm_free(struct orb_comm *c)
     }
     orb_box_release(c->box, 0);
     orb_bootstrap_close(&c->bs);
+    for (int r = 0; c->peer_windows && r < c->nranks; r++)
+        orb_peer_windows_close(c->peer_windows[r]);
+    free(c->peer_windows);
     free(c->tp_of);
     free(c->send);
     free(c->recv);

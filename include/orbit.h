@@ -144,6 +144,16 @@ const char *orb_comm_last_error(orb_comm_t comm);
 /* An error raised in the background (peer lost, abort), ORB_OK if none. */
 orb_status_t orb_comm_get_async_error(orb_comm_t comm, orb_status_t *async_error);
 
+/* Host memory that ranks on the same host read in place (as ncclMemAlloc's): a collective
+ * whose buffer lies inside one window sends its pieces there as addresses, and a peer maps the
+ * window once and reads (or reduces) them with ordinary loads, instead of a copy through the
+ * shared-memory slots or the kernel's single copy. Any host buffer still works in every call;
+ * this one is faster to share. bytes > 0; at most 250 windows per process; freeing a window
+ * that a call still uses is the caller's error, as for any buffer. Errors say why in
+ * orb_comm_last_error(NULL). */
+orb_status_t orb_mem_alloc(void **ptr, size_t bytes);
+orb_status_t orb_mem_free(void *ptr);
+
 /* Collectives. In-place when sendbuf == recvbuf; for gather/allgather when sendbuf is the
  * rank's own slot of recvbuf (recvbuf + rank * sendcount), for reduce_scatter when recvbuf is
  * the rank's block of sendbuf (sendbuf + rank * recvcount), as in NCCL. Host buffers take a

@@ -121,6 +121,8 @@ struct orb_conn {
     /* Receive side of single-copy pieces (cma.h), same-host shared memory only: the peer's
      * pid, whose buffers pieces marked ORB_PIECE_REMOTE point into (0: none may come). */
     int32_t cma_pid;
+    /* ... and the peer's windows mapped here (window.h): pieces from them are read in place */
+    struct orb_peer_windows *windows;
     /* Send side: pieces of at least addr_min bytes may be posted as addresses in this process
      * (ORB_PIECE_REMOTE) instead of being copied into the slot, and addr_kind says who reads
      * them there (0: nobody, every piece is copied). */
@@ -135,6 +137,7 @@ struct orb_conn {
 #define ORB_ADDR_PEER 1u  /* the receiver, with one copy (process_vm_readv, cma.h) */
 #define ORB_ADDR_LOCAL 2u /* this rank's transport, as it puts the piece on the wire (tcp: sendmsg
                            * from the caller's buffer); the peer receives an ordinary piece */
+#define ORB_ADDR_WINDOW 4u /* the receiver, in place: the piece lies in a window it maps (window.h) */
 
 /* The slot of position seq of a FIFO. */
 static inline orb_slot_hdr_t *orb_conn_slot(const orb_conn_t *c, uint64_t seq)
