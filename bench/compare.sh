@@ -11,7 +11,7 @@ set -euo pipefail
 
 usage() {
     cat <<USAGE
-usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] [-N NS] BUILD_DIR COLLECTIVE [bench flags...]
+usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] [-N NS] [-c FLAGS] BUILD_DIR COLLECTIVE [bench flags...]
   COLLECTIVE   allreduce broadcast reduce gather allgather reduce_scatter sendrecv
                alltoall scatter
   -n NRANKS    ranks per run                         [2]
@@ -19,6 +19,8 @@ usage: $0 [-n NRANKS] [-r REPS] [-o OUTDIR] [-N NS] BUILD_DIR COLLECTIVE [bench 
   -o OUTDIR    keep each run's table and JSON here   [a temporary dir, removed]
   -N NS        medians over the runs whose bench/c2c brackets are both under NS ns only
                (the others are listed, not counted)  [every run counts]
+  -c FLAGS     more bench flags for orbit's runs only, space separated (-c "--mem lib":
+               orbit's windows against MPI's malloc'd buffers)  [none]
   bench flags  passed to both runs (--size, --dtype, --op, --check, ...), not --backend/--json
 Environment: ORBITRUN (default BUILD_DIR/launcher/orbitrun), MPIRUN (default mpirun).
 USAGE
@@ -28,12 +30,14 @@ nranks=2
 reps=5
 outdir=""
 near_ns=0
-while getopts "n:r:o:N:h" opt; do
+custom_only=()
+while getopts "n:r:o:N:c:h" opt; do
     case $opt in
     n) nranks=$OPTARG ;;
     r) reps=$OPTARG ;;
     o) outdir=$OPTARG ;;
     N) near_ns=$OPTARG ;;
+    c) read -r -a custom_only <<<"$OPTARG" ;;
     h) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -80,7 +84,8 @@ run() { # backend rep
     echo "compare: $coll rep $2/$reps: $1" >&2
     before=$(cores)
     if [ "$1" = custom ]; then
-        "$orbitrun" -n "$nranks" "$bench" --backend custom --json "$json" "${flags[@]}" >"$log" 2>&1 ||
+        "$orbitrun" -n "$nranks" "$bench" --backend custom --json "$json" "${flags[@]}" ${custom_only[@]+"${custom_only[@]}"} \
+            >"$log" 2>&1 ||
             { tail -n 20 "$log" >&2; echo "$0: the custom run failed, log in $log" >&2; exit 1; }
     else
         "$mpirun" --oversubscribe -np "$nranks" "$bench" --backend mpi --json "$json" "${flags[@]}" \
@@ -183,3 +188,6 @@ for name, n in sorted(wrong.items()):
     print(f"# {name}: {n} wrong elements in --check")
 sys.exit(1 if wrong else 0)
 PY
+if ((${#custom_only[@]})); then
+    echo "# orbit's runs also had: ${custom_only[*]} (Open MPI's did not)"
+fi

@@ -4,12 +4,14 @@
 #   2. every collective at 256 KiB .. 64 MiB and at 8 B .. 4 KiB, orbit vs Open MPI
 #   3. ring vs tree all-reduce at 2, 4 and 8 ranks (the crossover)
 #   4. the cost of mismatch detection on an 8-byte all-reduce (ORBIT_CHECK=1 vs 0)
+#   2w. every collective at 256 KiB .. 64 MiB with orbit's buffers in its windows (orb_mem_alloc:
+#      the peer reads them in place) against Open MPI with malloc'd buffers, as section 2
 #   5. small all-reduce with more ranks than cores (4 ranks on this machine's cores), and all-reduce,
 #      all-gather and broadcast with 8 ranks, orbit vs MPI
 #   5b. small rooted calls with 4 ranks, orbit (default FIFOs, then no small ring) vs MPI
 #   6. small all-reduce, 2 ranks, while a 2-rank orbit-train job competes for the cores
 #   7. all-to-all and scatter at 2 and 4 ranks: busbw at 1-64 MiB, time at 8 B-4 KiB (goal_compare.sh)
-#   8. last: one table of orbit/MPI ratios for every collective of 1-2b, and the collectives whose
+#   8. last: one table of orbit/MPI ratios for every collective of 1-2b (and one of 2w), and the collectives whose
 #      ranks all do the same work against the memory bound from bench/membw, run before 1-2b and
 #      again here, the best of each figure (bench/ratio_table.py); then the
 #      same over the runs whose c2c brackets say near only (8-table-near.txt)
@@ -45,7 +47,7 @@ echo "# $(ORBIT_CALIBRATE=2 ORBIT_DEBUG=INFO "$orbitrun" --no-tag -n 2 "$build/b
 # with them. Printed here; compare.sh brackets each of its runs the same way (listed under its
 # tables and kept in runs-cores.txt, which bench/ratio_table.py shows).
 echo "# cores: $("$build/bench/c2c" 2>&1 | head -1) (a cache line's round trip; load $(cut -d' ' -f1 /proc/loadavg))"
-sections=" ${SECTIONS:-1 2 2b 3 4 5 5b 6 7 8 8b} "
+sections=" ${SECTIONS:-1 2 2w 2b 3 4 5 5b 6 7 8 8b} "
 want() { [[ $sections == *" $1 "* ]]; }
 # The memory bound's rates before the collectives too (section 8 measures them after): a VM's
 # memory moves with its neighbours' load, and bench/ratio_table.py takes the best of the two.
@@ -63,6 +65,14 @@ echo; echo "## 2. every collective, 2 ranks, float32, 16 MiB and 64 MiB"
 for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
   echo "### $c"
   bash bench/compare.sh -n 2 -r "$reps" -o "$out/2-$c" "$build" "$c" --size 256K:64M --factor 4
+done
+fi
+
+if want 2w; then
+echo; echo "## 2w. every collective, 2 ranks, float32, 256 KiB .. 64 MiB, orbit's buffers in its windows"
+for c in allreduce broadcast reduce gather allgather reduce_scatter sendrecv alltoall scatter; do
+  echo "### $c"
+  bash bench/compare.sh -n 2 -r "$reps" -o "$out/2w-$c" -c "--mem lib" "$build" "$c" --size 256K:64M --factor 4
 done
 fi
 
@@ -170,6 +180,9 @@ if want 8; then
   python3 bench/ratio_table.py "$out" "$out/0-membw-before.txt" "$out/8-membw.txt" | tee "$out/8-table.txt"
   # the same over the runs between cores that share a cache: what the code does, not the VM's spells
   echo; python3 bench/ratio_table.py --near 150 "$out" "$out/0-membw-before.txt" "$out/8-membw.txt" | tee "$out/8-table-near.txt"
+  if ls -d "$out"/2w-* >/dev/null 2>&1; then # the same, orbit's buffers in its windows (2w)
+    echo; python3 bench/ratio_table.py --windows "$out" "$out/0-membw-before.txt" "$out/8-membw.txt" | tee "$out/8-table-windows.txt"
+  fi
 fi
 
 if want 8b; then

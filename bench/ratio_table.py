@@ -32,7 +32,10 @@ share no cache, where shared-memory figures fall 2-4x while Open MPI's single co
 and a median over three runs then says more about the spells than about the code. The 'runs'
 column gives the runs kept of those made (orbit / Open MPI); folders without brackets keep all.
 
-usage: ratio_table.py [--near NS] SUITE_OUT_DIR [MEMBW_OUTPUT...]   (the best figures of them count)
+With --windows the table is made of the 2w-* folders instead: orbit's buffers from its
+windows (orb_mem_alloc, read in place by the peer), Open MPI's from malloc (host_suite.sh 2w).
+
+usage: ratio_table.py [--windows] [--near NS] SUITE_OUT_DIR [MEMBW_OUTPUT...]   (the best figures of them count)
 """
 import glob
 import json
@@ -146,7 +149,9 @@ def cores(folders):
 
 
 def main():
-    args, near = sys.argv[1:], 0
+    args, near, windows = sys.argv[1:], 0, False
+    if args[:1] == ["--windows"]:
+        windows, args = True, args[1:]
     if args[:1] == ["--near"]:
         if len(args) < 2 or not args[1].isdigit() or int(args[1]) <= 0:
             print("ratio_table: --near takes a positive number of ns", file=sys.stderr)
@@ -159,13 +164,15 @@ def main():
     # every compare.sh folder of the suite: collective -> folders (the sizes split over them)
     by_coll = {}
     for d in sorted(glob.glob(os.path.join(out, "*"))):
-        m = re.match(r"^(?:1|2|2b)-(\w+)$", os.path.basename(d))
+        m = re.match(r"^2w-(\w+)$" if windows else r"^(?:1|2|2b)-(\w+)$", os.path.basename(d))
         if m and os.path.isdir(d):
             by_coll.setdefault(m.group(1), []).append(d)
     if not by_coll:
-        print(f"ratio_table: no collective folders (1-*, 2-*, 2b-*) under {out}", file=sys.stderr)
+        print(f"ratio_table: no collective folders ({'2w-*' if windows else '1-*, 2-*, 2b-*'}) under {out}",
+              file=sys.stderr)
         return 1
     print("# orbit / Open MPI, 2 ranks, float32, out-of-place, medians of alternating runs"
+          + (" (orbit's buffers from orb_mem_alloc, its windows; Open MPI's from malloc)" if windows else "")
           + (f" whose c2c brackets are both under {near} ns ('runs': kept / made, orbit and Open MPI)" if near else ""))
     print("# busbw ratio at each large size (goal >= 1.5); time ratio: the worst of 8 B-4 KiB (goal <= 1)")
     if bw:

@@ -66,13 +66,22 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     }
 }
 
-/* Does the plan write this rank's output buffer (not scratch)? */
-static int plan_writes_out(const orb_plan_t *plan)
+/* Does the plan write this rank's output buffer (not scratch)? A local copy of the input
+ * onto the same bytes of the output writes nothing (the executor skips it): an in-place
+ * broadcast's root. */
+static int plan_writes_out(const orb_plan_t *plan, const orb_exec_op_t *op)
 {
+    const size_t esz = orb_dtype_bytes(op->dtype);
     for (int ch = 0; ch < plan->nlanes; ch++)
         for (size_t i = 0; i < plan->lanes[ch].nsteps; i++) {
             const orb_step_t *s = &plan->lanes[ch].steps[i];
-            if ((orb_step_props(s->kind) & ORB_STEP_WRITES_DST) && !(s->flags & ORB_STEP_DST_SCRATCH))
+            const unsigned props = orb_step_props(s->kind);
+            if (!(props & ORB_STEP_WRITES_DST) || (s->flags & ORB_STEP_DST_SCRATCH))
+                continue;
+            const int onto_itself = s->recv_peer < 0 && !(props & ORB_STEP_REDUCES) && op->postdiv <= 1 &&
+                                    s->src_buf == ORB_BUF_INPUT && op->in && op->out &&
+                                    (const char *)op->in + s->src_off * esz == (const char *)op->out + s->dst_off * esz;
+            if (!onto_itself)
                 return 1;
         }
     return 0;
@@ -84,7 +93,7 @@ static int plan_writes_out(const orb_plan_t *plan)
 static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, int n, int k, size_t ib, int *in, int *out)
 {
     const orb_exec_op_t *op = &ops[k];
-    const int writes = plan_writes_out(p[k]->plan);
+    const int writes = plan_writes_out(p[k]->plan, op);
     *out = n == 1 && op->out && !writes;
     *in = op->in != NULL;
     for (int j = 0; j < n && *in; j++) {

@@ -8,9 +8,10 @@
  *                                       unless ORBIT_WINDOWS=0, where there must be none
  *   orbitrun -n 2 test_window lifetime  the sender overwrites its window as soon as its call
  *                                       returns, the receiver comes 200 ms late
- *   orbitrun -n 2 test_window stale     a window freed and another allocated (the same
- *                                       address, mostly) between two calls: the receiver must
- *                                       read the new one, not a mapping it kept of the old
+ *   orbitrun -n N test_window stale     a window freed and another allocated (the same
+ *                                       address, mostly) between two sends from it: the
+ *                                       receivers must read the new one, not a mapping they
+ *                                       kept of the old
  *   orbitrun -n N test_window many      20 windows (more than a peer keeps mapped) in turn
  *   test_window errors                  the API's bad input, one process
  *
@@ -279,11 +280,19 @@ static void stale(void)
         if (!round)
             first = w;
         fill(w, rank, 10 + round);
-        must(orb_broadcast(w, rank == 0 ? w : out, LN, ORB_INT32, 0, comm, NULL), "orb_broadcast");
+        /* rank 0 sends its window to every other rank straight (a ring's broadcast would have
+         * only its neighbour read the window) */
+        must(orb_group_start(), "orb_group_start");
+        for (int r = 1; r < nranks && rank == 0; r++)
+            must(orb_send(w, LN, ORB_INT32, r, comm, NULL), "orb_send");
+        if (rank != 0)
+            must(orb_recv(out, LN, ORB_INT32, 0, comm, NULL), "orb_recv");
+        must(orb_group_end(), "orb_group_end");
         if (rank != 0) {
             char name[64];
-            snprintf(name, sizeof name, "broadcast from the root's window of round %d", round);
+            snprintf(name, sizeof name, "recv from rank 0's window of round %d", round);
             expect_block(out, 0, 10 + round, name);
+            CHECK(peer_maps() > 0, "rank %d: round %d: no window of the root mapped here", rank, round);
         }
         must(orb_barrier(comm), "orb_barrier");
         must(orb_mem_free(w), "orb_mem_free");
