@@ -135,15 +135,21 @@ orb_status_t orb_window_free(void *ptr, char *err, size_t errlen)
 
 int orb_window_holds(const void *ptr, size_t bytes)
 {
-    if (!atomic_load_explicit(&live, memory_order_relaxed) || !ptr)
+    if (!atomic_load_explicit(&live, memory_order_acquire) || !ptr) /* then table is set */
         return 0;
     const uint64_t p = (uint64_t)(uintptr_t)ptr;
-    int in = 0;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; table && i < ORB_WINDOWS_MAX && !in; i++) {
-        const orb_window_entry_t *e = &table->entry[i];
-        in = e->serial && p >= e->base && bytes <= e->len && p - e->base <= e->len - bytes;
+    for (;;) { /* read as a peer reads it (no lock on a call's path): a consistent pass */
+        const uint64_t v = atomic_load_explicit(&table->version, memory_order_acquire);
+        if (v & 1)
+            continue;
+        int in = 0;
+        for (int i = 0; i < ORB_WINDOWS_MAX && !in; i++) {
+            const orb_window_entry_t *e = &table->entry[i];
+            const uint64_t base = __atomic_load_n(&e->base, __ATOMIC_RELAXED), len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
+            in = __atomic_load_n(&e->serial, __ATOMIC_RELAXED) && p >= base && bytes <= len && p - base <= len - bytes;
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&table->version, memory_order_relaxed) == v)
+            return in;
     }
-    pthread_mutex_unlock(&lock);
-    return in;
 }
