@@ -137,8 +137,9 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     /* a window's peers read it in place whatever the call: nothing moves onto the reader's
      * core that the slot would not have put there, and the sender's copy is saved */
     const int win = c->window_readers && coll != ORB_COLL_BARRIER;
-    const unsigned win_in = win && orb_window_holds(op->in, ib) ? ORB_ADDR_WINDOW : 0u;
-    const unsigned win_out = win && orb_window_holds(op->out, p[k]->plan->out_count * esz) ? ORB_ADDR_WINDOW : 0u;
+    const size_t ob = p[k]->plan->out_count * esz; /* (a smaller buffer has no piece large enough) */
+    const unsigned win_in = win && ib >= ORB_CMA_MIN_PIECE && orb_window_holds(op->in, ib) ? ORB_ADDR_WINDOW : 0u;
+    const unsigned win_out = win && ob >= ORB_CMA_MIN_PIECE && orb_window_holds(op->out, ob) ? ORB_ADDR_WINDOW : 0u;
     if (!kinds && !win_in && !win_out)
         return;
     int in, out;

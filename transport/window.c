@@ -15,6 +15,7 @@ static orb_window_table_t *table; /* mapped read-write here, read-only by peers 
 static int table_fd = -1;
 static uint64_t next_serial = 1;
 static _Atomic int live; /* windows now: orb_window_holds looks no further while 0 */
+static _Atomic int top;  /* entries from here on are free: what orb_window_holds scans */
 
 /* Under lock. */
 static int table_open(char *err, size_t errlen)
@@ -106,6 +107,8 @@ orb_status_t orb_window_alloc(size_t bytes, void **ptr, char *err, size_t errlen
     const orb_window_entry_t e = {.serial = next_serial++, .base = (uint64_t)(uintptr_t)m, .len = len,
                                   .ino = (uint64_t)sb.st_ino, .fd = fd};
     table_write(slot, &e);
+    if (slot >= atomic_load(&top))
+        atomic_store(&top, slot + 1);
     atomic_fetch_add(&live, 1);
     pthread_mutex_unlock(&lock);
     *ptr = m;
@@ -143,7 +146,8 @@ int orb_window_holds(const void *ptr, size_t bytes)
         if (v & 1)
             continue;
         int in = 0;
-        for (int i = 0; i < ORB_WINDOWS_MAX && !in; i++) {
+        const int n = atomic_load_explicit(&top, memory_order_relaxed);
+        for (int i = 0; i < n && !in; i++) {
             const orb_window_entry_t *e = &table->entry[i];
             const uint64_t base = __atomic_load_n(&e->base, __ATOMIC_RELAXED), len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
             in = __atomic_load_n(&e->serial, __ATOMIC_RELAXED) && p >= base && bytes <= len && p - base <= len - bytes;
