@@ -723,10 +723,9 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
         int direct = 0; /* the piece was read straight into dst */
         int fwd_addr = 0; /* ... and goes on to the next rank as dst's address */
-        const void *win = rh && (rh->flags & ORB_PIECE_REMOTE) && rc->windows
-                              ? orb_peer_windows_find(rc->windows, rh->addr, n * esz)
-                              : NULL;
-        if (win) {
+        const void *win = NULL;
+        if (rh && (rh->flags & ORB_PIECE_REMOTE) && rc->windows &&
+            (win = orb_peer_windows_find(rc->windows, rh->addr, n * esz))) {
             in = win; /* in the sender's window: read (or reduced) in place, as from the slot */
         } else if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
             if (!rc->cma_pid) {

@@ -103,6 +103,18 @@ static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, 
     }
 }
 
+/* Which of op's buffers lie in this process's windows: 1 its input, 2 its output; a buffer
+ * smaller than a piece may be never (none of its pieces could go as an address). Apart, so
+ * that every call's path through addr_sources stays as short as it was (inlined, it cost the
+ * 8-byte calls 20-40 instructions: the compiler then left exec_op out of line). */
+static __attribute__((noinline)) unsigned windows_of(const orb_exec_op_t *op, orb_coll_t coll, size_t ib, size_t ob)
+{
+    if (coll == ORB_COLL_BARRIER)
+        return 0;
+    return (ib >= ORB_CMA_MIN_PIECE && orb_window_holds(op->in, ib) ? 1u : 0u) |
+           (ob >= ORB_CMA_MIN_PIECE && orb_window_holds(op->out, ob) ? 2u : 0u);
+}
+
 /* Which of call k's buffers pieces may leave as addresses, read in place until the call ends.
  *
  * Shared-memory peers read them themselves (single copy, cma.h): only for inputs from twice
@@ -136,11 +148,11 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     const unsigned kinds = (cma ? ORB_ADDR_PEER : 0u) | (local ? ORB_ADDR_LOCAL : 0u);
     /* a window's peers read it in place whatever the call: nothing moves onto the reader's
      * core that the slot would not have put there, and the sender's copy is saved */
-    const int win = c->window_readers && coll != ORB_COLL_BARRIER;
-    const size_t ob = p[k]->plan->out_count * esz; /* (a smaller buffer has no piece large enough) */
-    const unsigned win_in = win && ib >= ORB_CMA_MIN_PIECE && orb_window_holds(op->in, ib) ? ORB_ADDR_WINDOW : 0u;
-    const unsigned win_out = win && ob >= ORB_CMA_MIN_PIECE && orb_window_holds(op->out, ob) ? ORB_ADDR_WINDOW : 0u;
-    if (!kinds && !win_in && !win_out)
+    const size_t ob = p[k]->plan->out_count * esz;
+    _Static_assert((ORB_CMA_MIN_PIECE & (ORB_CMA_MIN_PIECE - 1)) == 0, "(ib | ob) >= it: either is");
+    const unsigned win = c->window_readers && (ib | ob) >= ORB_CMA_MIN_PIECE ? windows_of(op, coll, ib, ob) : 0u;
+    const unsigned win_in = win & 1u ? ORB_ADDR_WINDOW : 0u, win_out = win & 2u ? ORB_ADDR_WINDOW : 0u;
+    if (!kinds && !win)
         return;
     int in, out;
     untouched(p, ops, n, k, ib, &in, &out);
