@@ -7,7 +7,8 @@ must give the ratios below; a bad --near names itself. With a bench/membw output
 shares of the memory bound at 16 MiB and up, orbit's and Open MPI's, and the ceiling that Open
 MPI's share puts on orbit/MPI, for collectives of each traffic model (all-reduce and all-to-all:
 the copy mix of the whole buffer; reduce-scatter: the a+b->c mix of a rank's block), and no line
-for a rooted collective (scatter); of two membw outputs, the best figure of each counts.
+for a rooted collective (scatter); of two membw outputs, the best figure of each counts. With
+--windows, the 2w-* folders only (orbit's buffers from orb_mem_alloc), and never without.
 Usage: check_ratio_table.py RATIO_TABLE_PY"""
 import json
 import os
@@ -116,4 +117,15 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([sys.executable, tool, "--near", "x", d], capture_output=True, text=True)
     if r.returncode != 2 or "--near takes a positive number" not in r.stderr:
         sys.exit("FAIL: --near x gave %d, %r" % (r.returncode, r.stderr))
+    # --windows reads the 2w-* folders only (orbit from its windows), the default table never them
+    folder = os.path.join(d, "2w-allreduce")
+    os.mkdir(folder)
+    for backend, runs in (("custom", {1: (50.0, 0.2), 2: (60.0, 0.2), 3: (55.0, 0.2)}), ("mpi", mpi)):
+        for n, (t_large, t_small) in runs.items():
+            with open(os.path.join(folder, "%s.%d.json" % (backend, n)), "w") as f:
+                f.write(json.dumps(row(S, t_large)) + "\n" + json.dumps(row(8, t_small)) + "\n")
+    check(table(d), want_all, "every run, a 2w folder beside")
+    check(table(d, "--windows"), (f"{210 / 55:.2f}x", f"{0.2 / 0.2:.2f}x"), "--windows")
+    if "its windows" not in run(d, "--windows"):
+        sys.exit("FAIL: --windows does not say orbit's buffers came from its windows")
 print("ratio_table.py: medians over every run and over the near runs as worked out by hand")
