@@ -729,8 +729,11 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
             in = win; /* in the sender's window: read (or reduced) in place, as from the slot */
         } else if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
             if (!rc->cma_pid) {
-                snprintf(err, errlen, "rank %d: rank %d sent a piece as an address, but this rank cannot read it "
-                                      "(the ranks disagree on single-copy reads)", env->rank, s->recv_peer);
+                snprintf(err, errlen,
+                         "rank %d: rank %d sent a piece as an address, but this rank cannot read it (%s)", env->rank,
+                         s->recv_peer,
+                         rc->windows ? "in none of that rank's windows this rank could map, and the pair has no single-copy reads"
+                                     : "the ranks disagree on single-copy reads");
                 return ORB_ERR_INTERNAL;
             }
             /* a plain copy lands in dst at once; anything else (a reduction) reads into the
