@@ -80,7 +80,9 @@ static void drop(peer_map_t *m)
 static orb_window_entry_t lookup(orb_peer_windows_t *w, uint64_t addr, size_t bytes, uint64_t *version)
 {
     orb_window_table_t *t = (orb_window_table_t *)w->table;
-    for (;;) {
+    /* a peer killed between its two steps of the count leaves it odd for good: give up after
+     * far longer than a writer takes, and the piece is read single-copy (or the call fails) */
+    for (long tries = 0; tries < (1L << 22); tries++) {
         const uint64_t v = atomic_load_explicit(&t->version, memory_order_acquire);
         if (v & 1)
             continue; /* the peer is writing an entry: a few stores */
@@ -108,6 +110,8 @@ static orb_window_entry_t lookup(orb_peer_windows_t *w, uint64_t addr, size_t by
         *version = v;
         return hit;
     }
+    *version = 0; /* (never a version seen: the next piece reads the table again) */
+    return (orb_window_entry_t){0};
 }
 
 const void *orb_peer_windows_find(orb_peer_windows_t *w, uint64_t addr, size_t bytes)
