@@ -723,28 +723,28 @@ static int lane_progress(const orb_exec_env_t *env, orb_exec_op_t *ops, int nops
         const int64_t k0 = tm ? orb_trace_ticks() : 0;
         int direct = 0; /* the piece was read straight into dst */
         int fwd_addr = 0; /* ... and goes on to the next rank as dst's address */
-        const void *win = NULL;
-        if (rh && (rh->flags & ORB_PIECE_REMOTE) && rc->windows &&
-            (win = orb_peer_windows_find(rc->windows, rh->addr, n * esz))) {
-            in = win; /* in the sender's window: read (or reduced) in place, as from the slot */
-        } else if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
-            if (!rc->cma_pid) {
+        if (rh && (rh->flags & ORB_PIECE_REMOTE)) {
+            const void *win = rc->windows ? orb_peer_windows_find(rc->windows, rh->addr, n * esz) : NULL;
+            if (win) {
+                in = win; /* in the sender's window: read (or reduced) in place, as from the slot */
+            } else if (!rc->cma_pid) {
                 snprintf(err, errlen,
                          "rank %d: rank %d sent a piece as an address, but this rank cannot read it (%s)", env->rank,
                          s->recv_peer,
                          rc->windows ? "in none of that rank's windows this rank could map, and the pair has no single-copy reads"
                                      : "the ranks disagree on single-copy reads");
                 return ORB_ERR_INTERNAL;
-            }
-            /* a plain copy lands in dst at once; anything else (a reduction) reads into the
-             * slot and goes on from there as usual */
-            direct = dst && !(props & ORB_STEP_REDUCES) && pd <= 1;
-            char cerr[200];
-            orb_status_t cst = orb_cma_read(rc->cma_pid, direct ? (void *)dst : (void *)(rh + 1), rh->addr, n * esz,
-                                            cerr, sizeof cerr);
-            if (cst != ORB_OK) {
-                snprintf(err, errlen, "rank %d: the piece of rank %d: %s", env->rank, s->recv_peer, cerr);
-                return cst;
+            } else {
+                /* a plain copy lands in dst at once; anything else (a reduction) reads into the
+                 * slot and goes on from there as usual */
+                direct = dst && !(props & ORB_STEP_REDUCES) && pd <= 1;
+                char cerr[200];
+                orb_status_t cst = orb_cma_read(rc->cma_pid, direct ? (void *)dst : (void *)(rh + 1), rh->addr,
+                                                n * esz, cerr, sizeof cerr);
+                if (cst != ORB_OK) {
+                    snprintf(err, errlen, "rank %d: the piece of rank %d: %s", env->rank, s->recv_peer, cerr);
+                    return cst;
+                }
             }
         } else if (rh && (rh->flags & ORB_PIECE_PLACED)) { /* the transport wrote it to dst already */
             if ((char *)(uintptr_t)rh->addr != dst || (props & ORB_STEP_REDUCES) || pd > 1) {

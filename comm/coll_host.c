@@ -66,12 +66,15 @@ static void exec_op(struct orb_comm *c, const orb_prepared_t *p, orb_exec_op_t *
     }
 }
 
-/* Does the plan write this rank's output buffer (not scratch)? With self_copy_free, a local
- * copy of the input onto the same bytes of the output writes nothing (the executor skips it):
- * an in-place broadcast's root. */
-static int plan_writes_out(const orb_plan_t *plan, const orb_exec_op_t *op, int self_copy_free)
+/* Does the plan write this rank's output buffer (not scratch)? PLAN_WRITES: some step does;
+ * PLAN_WRITES_ELSE: some step other than a local copy of the input onto the same bytes of the
+ * output, which writes nothing (the executor skips it): an in-place broadcast's root. */
+#define PLAN_WRITES 1u
+#define PLAN_WRITES_ELSE 2u
+static unsigned plan_writes_out(const orb_plan_t *plan, const orb_exec_op_t *op)
 {
     const size_t esz = orb_dtype_bytes(op->dtype);
+    unsigned w = 0;
     for (int ch = 0; ch < plan->nlanes; ch++)
         for (size_t i = 0; i < plan->lanes[ch].nsteps; i++) {
             const orb_step_t *s = &plan->lanes[ch].steps[i];
@@ -81,27 +84,32 @@ static int plan_writes_out(const orb_plan_t *plan, const orb_exec_op_t *op, int 
             const int onto_itself = s->recv_peer < 0 && !(props & ORB_STEP_REDUCES) && op->postdiv <= 1 &&
                                     s->src_buf == ORB_BUF_INPUT && op->in && op->out &&
                                     (const char *)op->in + s->src_off * esz == (const char *)op->out + s->dst_off * esz;
-            if (!onto_itself || !self_copy_free)
-                return 1;
+            w |= PLAN_WRITES | (onto_itself ? 0u : PLAN_WRITES_ELSE);
+            if (w & PLAN_WRITES_ELSE)
+                return w;
         }
-    return 0;
+    return w;
 }
 
 /* Which of call k's buffers stay untouched while the group of n calls runs: its input when no
  * call's output overlaps it (its own only counts when its plan writes the output), its
- * output when it is alone and its plan writes none of it. */
-static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, int n, int k, size_t ib,
-                      int self_copy_free, int *in, int *out)
+ * output when it is alone and its plan writes none of it. Twice, in one pass: counting every
+ * write (in, out), and with a copy onto itself writing nothing (self_in, self_out). */
+static void untouched(const orb_prepared_t *const *p, const orb_exec_op_t *ops, int n, int k, size_t ib, int *in,
+                      int *out, int *self_in, int *self_out)
 {
     const orb_exec_op_t *op = &ops[k];
-    const int writes = plan_writes_out(p[k]->plan, op, self_copy_free);
-    *out = n == 1 && op->out && !writes;
-    *in = op->in != NULL;
-    for (int j = 0; j < n && *in; j++) {
+    const unsigned w = plan_writes_out(p[k]->plan, op);
+    int own = 0, other = 0; /* the input overlaps this call's output, another's */
+    for (int j = 0; j < n && op->in && !other; j++) {
         const size_t ob = p[j]->plan->out_count * orb_dtype_bytes(ops[j].dtype);
-        if ((j != k || writes) && orb_ranges_overlap(op->in, ib, ops[j].out, ob))
-            *in = 0;
+        if (orb_ranges_overlap(op->in, ib, ops[j].out, ob))
+            *(j == k ? &own : &other) = 1;
     }
+    *in = op->in && !other && !(own && (w & PLAN_WRITES));
+    *self_in = op->in && !other && !(own && (w & PLAN_WRITES_ELSE));
+    *out = n == 1 && op->out && !(w & PLAN_WRITES);
+    *self_out = n == 1 && op->out && !(w & PLAN_WRITES_ELSE);
 }
 
 /* Which of op's buffers lie in this process's windows: 1 its input, 2 its output; a buffer
@@ -155,14 +163,12 @@ static void addr_sources(const struct orb_comm *c, const orb_prepared_t *const *
     const unsigned win_in = win & 1u ? ORB_ADDR_WINDOW : 0u, win_out = win & 2u ? ORB_ADDR_WINDOW : 0u;
     if (!kinds && !win)
         return;
-    int in, out, w_in, w_out;
-    untouched(p, ops, n, k, ib, 0, &in, &out);
+    int in, out, self_in, self_out;
+    untouched(p, ops, n, k, ib, &in, &out, &self_in, &self_out);
     /* windows also from an in-place broadcast's root: single-copy pieces from there took 1.3
      * and 1.8x the time of the slots at 256 KiB and 1 MiB on the Zen 4 VM (2026-12-08) */
-    if (win)
-        untouched(p, ops, n, k, ib, 1, &w_in, &w_out);
-    op->addr_in = (in ? kinds : 0u) | (win && w_in ? win_in : 0u);
-    op->addr_out = (out ? kinds : 0u) | (win && w_out ? win_out : 0u);
+    op->addr_in = (in ? kinds : 0u) | (self_in ? win_in : 0u);
+    op->addr_out = (out ? kinds : 0u) | (self_out ? win_out : 0u);
     if (n == 1 && (kinds & ORB_ADDR_LOCAL) && ((!in && op->in) || (!out && op->out))) {
         op->addr_in |= op->in ? ORB_ADDR_LOCAL : 0u;
         op->addr_out |= op->out ? ORB_ADDR_LOCAL : 0u;

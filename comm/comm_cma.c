@@ -65,7 +65,7 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
             can[(size_t)me * (size_t)n + (size_t)p] |= CAN_READ;
             readable++;
         }
-        if (windows && shm && p != me && cards[p].win_fd >= 0) {
+        if (windows && shm && cards[p].win_fd >= 0) {
             c->peer_windows[p] = orb_peer_windows_open(c->bs.cards[p].pid, cards[p].win_fd, werr, sizeof werr);
             if (c->peer_windows[p]) {
                 can[(size_t)me * (size_t)n + (size_t)p] |= CAN_MAP;
@@ -88,7 +88,7 @@ orb_status_t orb_comm_cma_setup(struct orb_comm *c, double deadline, char *err, 
         const unsigned mine = can[(size_t)me * (size_t)n + (size_t)p], theirs = can[(size_t)p * (size_t)n + (size_t)me];
         const int i_read = (mine & CAN_READ) != 0, p_reads = (theirs & CAN_READ) != 0, p_maps = (theirs & CAN_MAP) != 0;
         writable += p_reads;
-        c->window_readers += p_maps && p != me;
+        c->window_readers += p_maps; /* (never set for this rank itself: not a shared-memory peer) */
         if (!orb_comm_peer_shm(c, p)) /* other transports set their own (tcp: ORB_ADDR_LOCAL) */
             continue;
         for (int ch = 0; ch < c->nchannels; ch++) {

@@ -142,18 +142,16 @@ int orb_window_holds(const void *ptr, size_t bytes)
         return 0;
     const uint64_t p = (uint64_t)(uintptr_t)ptr;
     for (;;) { /* read as a peer reads it (no lock on a call's path): a consistent pass */
-        const uint64_t v = atomic_load_explicit(&table->version, memory_order_acquire);
+        const uint64_t v = orb_window_read_begin(table);
         if (v & 1)
             continue;
         int in = 0;
         const int n = atomic_load_explicit(&top, memory_order_relaxed);
         for (int i = 0; i < n && !in; i++) {
-            const orb_window_entry_t *e = &table->entry[i];
-            const uint64_t base = __atomic_load_n(&e->base, __ATOMIC_RELAXED), len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-            in = __atomic_load_n(&e->serial, __ATOMIC_RELAXED) && p >= base && bytes <= len && p - base <= len - bytes;
+            const orb_window_entry_t e = orb_window_entry_load(&table->entry[i]);
+            in = e.serial && orb_window_spans(e.base, e.len, p, bytes);
         }
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&table->version, memory_order_relaxed) == v)
+        if (orb_window_read_valid(table, v))
             return in;
     }
 }

@@ -13,6 +13,7 @@
 #ifndef ORB_TRANSPORT_WINDOW_H
 #define ORB_TRANSPORT_WINDOW_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,35 @@ typedef struct {
 } orb_window_table_t;
 
 #define ORB_WINDOW_MAGIC 0x6f726277696e3031ull /* "orbwin01" */
+
+/* Whether [addr, addr + bytes) lies inside [base, base + len) (no overflow on either end). */
+static inline int orb_window_spans(uint64_t base, uint64_t len, uint64_t addr, uint64_t bytes)
+{
+    return addr >= base && bytes <= len && addr - base <= len - bytes;
+}
+
+/* How a reader passes over the table, in this process or a peer's: v = orb_window_read_begin
+ * (odd: an entry is being written, begin again), orb_window_entry_load each entry it needs,
+ * then orb_window_read_valid(t, v): 0 when the table moved under it (pass again). */
+static inline uint64_t orb_window_read_begin(const orb_window_table_t *t)
+{
+    return atomic_load_explicit(&t->version, memory_order_acquire);
+}
+
+static inline orb_window_entry_t orb_window_entry_load(const orb_window_entry_t *e)
+{
+    return (orb_window_entry_t){.serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED),
+                                .base = __atomic_load_n(&e->base, __ATOMIC_RELAXED),
+                                .len = __atomic_load_n(&e->len, __ATOMIC_RELAXED),
+                                .ino = __atomic_load_n(&e->ino, __ATOMIC_RELAXED),
+                                .fd = __atomic_load_n(&e->fd, __ATOMIC_RELAXED)};
+}
+
+static inline int orb_window_read_valid(const orb_window_table_t *t, uint64_t v)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&t->version, memory_order_relaxed) == v;
+}
 
 /* This process: allocate / free a window (err says why on failure). */
 orb_status_t orb_window_alloc(size_t bytes, void **ptr, char *err, size_t errlen);

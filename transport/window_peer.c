@@ -83,26 +83,21 @@ static orb_window_entry_t lookup(orb_peer_windows_t *w, uint64_t addr, size_t by
     /* a peer killed between its two steps of the count leaves it odd for good: give up after
      * far longer than a writer takes, and the piece is read single-copy (or the call fails) */
     for (long tries = 0; tries < (1L << 22); tries++) {
-        const uint64_t v = atomic_load_explicit(&t->version, memory_order_acquire);
+        const uint64_t v = orb_window_read_begin(t);
         if (v & 1)
             continue; /* the peer is writing an entry: a few stores */
         orb_window_entry_t hit = {0};
         uint8_t alive[PEER_MAPS] = {0};
         for (int i = 0; i < ORB_WINDOWS_MAX; i++) {
-            const orb_window_entry_t *e = &t->entry[i];
-            const uint64_t serial = __atomic_load_n(&e->serial, __ATOMIC_RELAXED);
-            if (!serial)
+            const orb_window_entry_t e = orb_window_entry_load(&t->entry[i]);
+            if (!e.serial)
                 continue;
-            const uint64_t base = __atomic_load_n(&e->base, __ATOMIC_RELAXED), len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
             for (int k = 0; k < PEER_MAPS; k++)
-                alive[k] |= w->map[k].serial == serial;
-            if (addr >= base && bytes <= len && addr - base <= len - bytes)
-                hit = (orb_window_entry_t){.serial = serial, .base = base, .len = len,
-                                           .ino = __atomic_load_n(&e->ino, __ATOMIC_RELAXED),
-                                           .fd = __atomic_load_n(&e->fd, __ATOMIC_RELAXED)};
+                alive[k] |= w->map[k].serial == e.serial;
+            if (orb_window_spans(e.base, e.len, addr, bytes))
+                hit = e;
         }
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&t->version, memory_order_relaxed) != v)
+        if (!orb_window_read_valid(t, v))
             continue;
         for (int k = 0; k < PEER_MAPS; k++)
             if (w->map[k].serial && !alive[k])
@@ -117,20 +112,24 @@ static orb_window_entry_t lookup(orb_peer_windows_t *w, uint64_t addr, size_t by
 const void *orb_peer_windows_find(orb_peer_windows_t *w, uint64_t addr, size_t bytes)
 {
     w->tick++;
-    uint64_t v = atomic_load_explicit(&w->table->version, memory_order_acquire);
-    if (v != w->checked) { /* windows came or went: drop the maps of those gone first */
-        (void)lookup(w, addr, bytes, &v);
+    uint64_t v = orb_window_read_begin(w->table);
+    orb_window_entry_t e = {0};
+    const int looked = v != w->checked;
+    if (looked) { /* windows came or went: drop the maps of those gone first (and find it) */
+        e = lookup(w, addr, bytes, &v);
         w->checked = v;
     }
     for (int k = 0; k < PEER_MAPS; k++) {
         peer_map_t *m = &w->map[k];
-        if (m->serial && addr >= m->base && bytes <= m->len && addr - m->base <= m->len - bytes) {
+        if (m->serial && orb_window_spans(m->base, m->len, addr, bytes)) {
             m->used = w->tick;
             return m->map + (addr - m->base);
         }
     }
-    const orb_window_entry_t e = lookup(w, addr, bytes, &v);
-    w->checked = v;
+    if (!looked) { /* (the table has not moved: the entry was never mapped) */
+        e = lookup(w, addr, bytes, &v);
+        w->checked = v;
+    }
     if (!e.serial)
         return NULL;
     const char *m = map_fd_of(w->pid, e.fd, e.len, e.ino);
