@@ -41,17 +41,17 @@ static int table_open(char *err, size_t errlen)
     return 0;
 }
 
-/* Under lock: an entry changes between two odd/even steps of the version. */
+/* Under lock: an entry changes between two odd/even steps of the version (release stores,
+ * not a fence, as window.h reads: each field is seen only after the odd count). */
 static void table_write(int i, const orb_window_entry_t *e)
 {
-    atomic_fetch_add_explicit(&table->version, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    atomic_fetch_add_explicit(&table->version, 1, memory_order_acq_rel);
     orb_window_entry_t *d = &table->entry[i];
-    __atomic_store_n(&d->base, e->base, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->len, e->len, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->ino, e->ino, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->fd, e->fd, __ATOMIC_RELAXED);
-    __atomic_store_n(&d->serial, e->serial, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->base, e->base, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->len, e->len, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->ino, e->ino, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->fd, e->fd, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->serial, e->serial, __ATOMIC_RELEASE);
     atomic_fetch_add_explicit(&table->version, 1, memory_order_release);
 }
 
